@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# test.sh - build berth with the dev preset (clang, warnings as errors, ASan+UBSan,
+# fuzzers) and run every test: unit, end-to-end, bounded fuzzing, and the tests
+# inside a real local Slurm (4 nodes) and Grid Engine, which it starts and stops.
+#
+#   BERTH_FUZZ_SECONDS=N   seconds per fuzz target (default 15)
+#   BERTH_NO_SERVICES=1    do not start Slurm/Grid Engine; their tests are excluded
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+"$ROOT/scripts/install-deps.sh"
+
+cmake --preset dev -DBERTH_FUZZ_SECONDS="${BERTH_FUZZ_SECONDS:-15}" >/dev/null
+cmake --build --preset dev
+
+exclude=()
+if [[ -n ${BERTH_NO_SERVICES:-} ]]; then
+  exclude=(-LE 'slurm|sge')
+else
+  trap '"$ROOT/scripts/services.sh" stop >/dev/null 2>&1 || true' EXIT
+  "$ROOT/scripts/services.sh" start
+  export SLURM_CONF=/tmp/berth-services/slurm/slurm.conf
+  # shellcheck disable=SC1091
+  . /tmp/berth-services/sge/env.sh
+fi
+
+ctest --preset dev "${exclude[@]}"

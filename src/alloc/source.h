@@ -1,0 +1,112 @@
+// Source: one way of learning what berth was given.
+//
+// Each resource manager (Slurm, PBS, LSF, Grid Engine, Flux), the hosts source
+// (--host, --hostfile, the default hostfile) and the simulator is one Source. A
+// source reads only its own inputs and answers one of three things:
+//   - nullopt: "not mine" — its environment is absent; the next source is asked;
+//   - a Found: the allocation, which this source now owns;
+//   - an Error: its environment is present but wrong. Discovery stops there: a
+//     half-read allocation is never replaced by a guess (spec 01 §1).
+// discover.h asks them in priority order (seed 001): simulator > PBS = Grid Engine =
+// Flux > LSF > Slurm > hosts.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "alloc/node.h"
+#include "util/env.h"
+#include "util/result.h"
+
+namespace berth::alloc {
+
+// Which Slurm figure becomes a node's slot count.
+enum class SlurmSlots { kTasks, kCpus };
+
+// What the user asked for on the command line, gathered by the CLI.
+struct Options {
+  std::vector<std::string> hosts;          // each --host value (a comma-separated list)
+  std::optional<std::string> hostfile;     // --hostfile
+  std::optional<std::string> default_hostfile;  // the default hostfile, if one exists
+  std::optional<std::string> flux_r;       // --flux-r FILE
+  std::optional<std::string> simulate;     // --simulate 3x4,2x8
+  int64_t multiplier = 1;                  // --multiplier N
+  SlurmSlots slurm_slots = SlurmSlots::kTasks;
+  bool keep_fqdn = false;                  // --keep-fqdn: do not shorten FQDNs
+};
+
+// The host berth runs on.
+struct LocalHost {
+  std::string hostname;               // gethostname(), possibly an FQDN
+  std::vector<std::string> aliases;   // other names: "localhost", its addresses
+  int64_t usable_cores = 1;           // physical cores in berth's affinity
+};
+
+struct Input {
+  const Env& env;
+  const Options& options;
+  const LocalHost& local;
+};
+
+struct Found {
+  std::vector<NodeSpec> nodes;
+  std::string job_id;                 // the scheduler's job id, or empty
+};
+
+using SourceResult = Result<std::optional<Found>>;
+
+struct SourceInfo {
+  const char* name;        // "slurm", "pbs", "lsf", "gridengine", "flux", "hosts", "simulator"
+  int priority;            // higher is asked first
+  bool scheduler_owned;    // an external resource manager owns what this source finds
+  SourceResult (*discover)(const Input& in);
+};
+
+// The sources, one function each (source_*.cc).
+SourceResult discover_slurm(const Input& in);
+SourceResult discover_pbs(const Input& in);
+SourceResult discover_lsf(const Input& in);
+SourceResult discover_gridengine(const Input& in);
+SourceResult discover_flux(const Input& in);
+SourceResult discover_hosts(const Input& in);
+SourceResult discover_simulator(const Input& in);
+
+// ---- Pure parsers behind the sources: text in, specs out; fuzzed (tests/fuzz). ----
+// Each error message starts with `origin` (a variable name or a path) and names the
+// line or position that was wrong.
+
+// PBS_NODEFILE: one host per line; repeats add a slot each; blank lines, CRLF and
+// surrounding whitespace tolerated.
+Result<std::vector<NodeSpec>> parse_pbs_nodefile(std::string_view text, std::string_view origin);
+// LSB_DJOB_HOSTFILE: one host per line, every occurrence a slot.
+Result<std::vector<NodeSpec>> parse_lsf_hostfile(std::string_view text, std::string_view origin);
+// LSB_MCPU_HOSTS: "hostA 4 hostB 2"; a host named twice sums.
+Result<std::vector<NodeSpec>> parse_lsf_mcpu_hosts(std::string_view text, std::string_view origin);
+// PE_HOSTFILE: "host slots queue processor-range" per line, any whitespace; repeats sum.
+Result<std::vector<NodeSpec>> parse_pe_hostfile(std::string_view text, std::string_view origin);
+// Flux R version 1: {"version":1,"execution":{"R_lite":[...],"nodelist":[...]}}.
+Result<std::vector<NodeSpec>> parse_flux_r(std::string_view text, std::string_view origin);
+// A hostfile (spec 01 §5): `host [slots=N] [max_slots=M]`, `user@host`, `^host`,
+// comments, hostlist expressions. Excluded names are returned in `excluded`.
+struct Hostfile {
+  std::vector<NodeSpec> nodes;
+  std::vector<std::string> excluded;
+};
+Result<Hostfile> parse_hostfile(std::string_view text, std::string_view origin);
+// One --host value: "a,b", "a:4", "a:*", "+n<i>", "+e", "+e:N".
+struct HostToken {
+  enum Kind { kName, kRelativeIndex, kEmpty } kind = kName;
+  std::string name;        // kName
+  int64_t slots = 1;       // kName with :N (or 1 per occurrence)
+  bool slots_star = false; // kName with :* — slots from the node's cores
+  bool slots_explicit = false;
+  int64_t index = 0;       // kRelativeIndex: +n<index>
+  int64_t count = -1;      // kEmpty: +e:N, or -1 for every empty node
+};
+Result<std::vector<HostToken>> parse_dash_host(std::string_view text, std::string_view origin);
+// --simulate "3x4,2x8": 3 nodes of 4 slots then 2 of 8.
+Result<std::vector<NodeSpec>> parse_simulate(std::string_view text, std::string_view origin);
+
+}  // namespace berth::alloc

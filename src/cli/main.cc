@@ -1,0 +1,47 @@
+// berth: runs many pieces of work inside an HPC allocation.
+//
+// main reads like a table of contents: one table of subcommands, parse, run the
+// chosen one. Each subcommand lives in its own cmd_<name>.cc.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/exit.h"
+#include "cli/version.h"
+
+namespace {
+
+const berth::cli::Command kCommands[] = {
+    {"alloc", "Discover the allocation: which nodes, how many slots, who owns it",
+     berth::cli::setup_alloc},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"berth: run many pieces of work inside an HPC allocation", "berth"};
+  app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION + " (commit " +
+                                        BERTH_GIT_COMMIT + ")");
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  // 1. Declare every subcommand and its flags.
+  std::function<int()> chosen;
+  for (const auto& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    auto run = c.setup(*sub);
+    sub->callback([&chosen, run] { chosen = run; });
+  }
+
+  // 2. Parse. Help and version exit 0; a malformed command line exits 2 (bad input).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? berth::cli::kExitOk : berth::cli::kExitBadInput;
+  }
+
+  // 3. Run the chosen subcommand.
+  return chosen ? chosen() : berth::cli::kExitBadInput;
+}

@@ -1,0 +1,37 @@
+// Clock: the time, behind an interface, so that code that waits or stamps can be
+// tested with a clock the test moves by hand.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace berth {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Wall-clock time, for records that leave the process (reports, leases).
+  virtual std::chrono::system_clock::time_point wall() const = 0;
+  // Monotonic time, for measuring durations and deadlines inside the process.
+  virtual std::chrono::steady_clock::time_point steady() const = 0;
+
+  // The process's real clock.
+  static Clock& real();
+};
+
+// A clock that moves only when told to.
+class FakeClock : public Clock {
+ public:
+  std::chrono::system_clock::time_point wall() const override { return wall_; }
+  std::chrono::steady_clock::time_point steady() const override { return steady_; }
+  void advance(std::chrono::nanoseconds d) {
+    wall_ += std::chrono::duration_cast<std::chrono::system_clock::duration>(d);
+    steady_ += d;
+  }
+
+ private:
+  std::chrono::system_clock::time_point wall_{std::chrono::seconds(1'700'000'000)};
+  std::chrono::steady_clock::time_point steady_{};
+};
+
+}  // namespace berth

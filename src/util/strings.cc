@@ -1,0 +1,107 @@
+#include "util/strings.h"
+
+#include <fmt/format.h>
+
+namespace berth::str {
+
+std::string_view trim(std::string_view s) {
+  size_t b = 0;
+  size_t e = s.size();
+  while (b < e && is_space(s[b])) ++b;
+  while (e > b && is_space(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (;;) {
+    size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.push_back(s.substr(start));
+      return out;
+    }
+    out.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::vector<std::string_view> split_ws(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_space(s[i])) ++i;
+    size_t b = i;
+    while (i < s.size() && !is_space(s[i])) ++i;
+    if (i > b) out.push_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+Result<uint64_t> parse_uint(std::string_view s, uint64_t max) {
+  if (s.empty()) return fail(Errc::kInvalidInput, "expected a number, found nothing");
+  uint64_t v = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (!is_digit(c)) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("expected a number, found '{}' at position {}",
+                              printable(s.substr(i, 1)), i + 1));
+    }
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (max - d) / 10) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("number '{}' is larger than {}", printable(s), max));
+    }
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+std::string printable(std::string_view s, size_t max_len) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (out.size() >= max_len) {
+      out += "...";
+      break;
+    }
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out;
+}
+
+bool is_ip_address(std::string_view s) {
+  if (s.find(':') != std::string_view::npos) return true;
+  auto parts = split(s, '.');
+  if (parts.size() != 4) return false;
+  for (auto p : parts) {
+    if (p.empty() || p.size() > 3) return false;
+    for (char c : p) {
+      if (!is_digit(c)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace berth::str

@@ -1,0 +1,51 @@
+// String helpers shared by every parser in berth.
+//
+// All functions are pure and locale-independent: the ctype-style predicates here take
+// a char and never index a table with a negative value (seed 001: every ctype call on
+// a plain char with the high bit set is undefined behaviour).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace berth::str {
+
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+inline bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+inline bool is_alnum(char c) { return is_digit(c) || is_alpha(c); }
+inline bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// Leading and trailing whitespace removed.
+std::string_view trim(std::string_view s);
+
+// Splits on `sep`, keeping empty fields ("a,,b" -> {"a","","b"}; "" -> {""}).
+std::vector<std::string_view> split(std::string_view s, char sep);
+
+// Splits on runs of whitespace, dropping empty fields ("  a \t b " -> {"a","b"}).
+std::vector<std::string_view> split_ws(std::string_view s);
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+std::string to_lower(std::string_view s);
+
+// Parses a whole string as a decimal unsigned integer no larger than `max`.
+// Fails (kInvalidInput, message without the input's name; callers add it) on an empty
+// string, a sign, any non-digit, or overflow.
+Result<uint64_t> parse_uint(std::string_view s, uint64_t max = UINT64_MAX);
+
+// The string with control characters and non-ASCII bytes shown as \xNN, cut to
+// `max_len` characters with "..." — safe to put into a one-line error message.
+std::string printable(std::string_view s, size_t max_len = 64);
+
+// True for a dotted-quad IPv4 address or anything containing ':' (IPv6): such names are
+// never shortened to a "short host name".
+bool is_ip_address(std::string_view s);
+
+}  // namespace berth::str

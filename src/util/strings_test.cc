@@ -1,0 +1,68 @@
+#include "util/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace berth::str {
+namespace {
+
+TEST(Strings, TrimRemovesAllWhitespaceKinds) {
+  EXPECT_EQ(trim(" \t a b \r\n"), "a b");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(trim("   "), "");
+}
+
+TEST(Strings, SplitKeepsEmptyFields) {
+  auto v = split("a,,b", ',');
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[1], "");
+  EXPECT_EQ(split("", ',').size(), 1u);
+}
+
+TEST(Strings, SplitWsDropsEmptyFields) {
+  auto v = split_ws("  a \t\tb  c\n");
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0], "a");
+  EXPECT_EQ(v[2], "c");
+  EXPECT_TRUE(split_ws(" \t ").empty());
+}
+
+TEST(Strings, ParseUintTable) {
+  struct Case {
+    const char* in;
+    uint64_t max;
+    bool ok;
+    uint64_t value;
+  } cases[] = {
+      {"0", 10, true, 0},          {"10", 10, true, 10},   {"11", 10, false, 0},
+      {"", 10, false, 0},          {"-1", 10, false, 0},   {"+1", 10, false, 0},
+      {"1a", 100, false, 0},       {" 1", 100, false, 0},  {"18446744073709551615", UINT64_MAX, true, UINT64_MAX},
+      {"18446744073709551616", UINT64_MAX, false, 0},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_uint(c.in, c.max);
+    EXPECT_EQ(r.ok(), c.ok) << c.in;
+    if (c.ok && r.ok()) EXPECT_EQ(*r, c.value) << c.in;
+  }
+}
+
+TEST(Strings, ParseUintNamesThePosition) {
+  auto r = parse_uint("12x4");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("position 3"), std::string::npos) << r.error().message();
+}
+
+TEST(Strings, PrintableEscapesControlAndHighBytes) {
+  EXPECT_EQ(printable("a\nb\xff"), "a\\x0ab\\xff");
+  EXPECT_EQ(printable(std::string(100, 'x'), 4), "xxxx...");
+}
+
+TEST(Strings, IsIpAddress) {
+  EXPECT_TRUE(is_ip_address("10.0.0.1"));
+  EXPECT_TRUE(is_ip_address("fe80::1"));
+  EXPECT_FALSE(is_ip_address("node1.cluster.org"));
+  EXPECT_FALSE(is_ip_address("1.2.3"));
+  EXPECT_FALSE(is_ip_address("1.2.3.4444"));
+}
+
+}  // namespace
+}  // namespace berth::str
