@@ -1,0 +1,86 @@
+#include "alloc/pool.h"
+
+#include <algorithm>
+
+#include "util/strings.h"
+
+namespace berth::alloc {
+
+const char* node_state_name(NodeState s) {
+  switch (s) {
+    case NodeState::kUp: return "up";
+    case NodeState::kNotIncluded: return "not-included";
+  }
+  return "up";
+}
+
+Pool::Pool(const LocalHost& local, bool keep_fqdn) : local_(local), keep_fqdn_(keep_fqdn) {}
+
+std::string Pool::short_name(std::string_view name) const {
+  if (keep_fqdn_ || str::is_ip_address(name)) return std::string(name);
+  size_t dot = name.find('.');
+  // A leading dot would leave no name at all; keep such a name whole.
+  if (dot == std::string_view::npos || dot == 0) return std::string(name);
+  return std::string(name.substr(0, dot));
+}
+
+bool Pool::is_local_name(std::string_view name) const {
+  if (name == local_.hostname || name == short_name(local_.hostname)) return true;
+  return std::find(local_.aliases.begin(), local_.aliases.end(), name) != local_.aliases.end();
+}
+
+void Pool::index_name(const std::string& name, size_t index) {
+  if (!name.empty()) by_name_.emplace(name, index);
+}
+
+std::optional<size_t> Pool::find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it != by_name_.end()) return it->second;
+  it = by_name_.find(short_name(name));
+  if (it != by_name_.end()) return it->second;
+  if (is_local_name(name) || is_local_name(short_name(name))) {
+    for (const Node& n : nodes_) {
+      if (n.local) return n.index;
+    }
+  }
+  return std::nullopt;
+}
+
+std::pair<size_t, bool> Pool::insert(const NodeSpec& spec) {
+  // Dedup: the spec's name, its short form and each alias are looked up; the first
+  // match is the node. The pooled entry is authoritative (seed 001): its slots stand.
+  if (auto hit = find(spec.name)) return {*hit, false};
+  for (const std::string& a : spec.aliases) {
+    if (auto hit = find(a)) return {*hit, false};
+  }
+
+  Node n;
+  n.index = nodes_.size();
+  n.rawname = spec.name;
+  n.name = short_name(spec.name);
+  n.slots = spec.slots;
+  n.slots_max = spec.slots_max;
+  n.slots_given = spec.slots_given;
+  n.user = spec.user;
+  n.local = is_local_name(spec.name) || is_local_name(n.name);
+  if (n.rawname != n.name) n.aliases.push_back(n.rawname);
+  for (const std::string& a : spec.aliases) {
+    if (a != n.name && std::find(n.aliases.begin(), n.aliases.end(), a) == n.aliases.end()) {
+      n.aliases.push_back(a);
+    }
+  }
+  index_name(n.name, n.index);
+  for (const std::string& a : n.aliases) index_name(a, n.index);
+  nodes_.push_back(std::move(n));
+  return {nodes_.back().index, true};
+}
+
+int64_t Pool::total_slots() const {
+  int64_t total = 0;
+  for (const Node& n : nodes_) {
+    if (n.state == NodeState::kUp) total += n.slots;
+  }
+  return total;
+}
+
+}  // namespace berth::alloc

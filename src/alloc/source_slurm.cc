@@ -1,0 +1,76 @@
+// Slurm: the job's nodes from SLURM_JOB_NODELIST, slots from SLURM_TASKS_PER_NODE (or
+// SLURM_JOB_CPUS_PER_NODE when asked). spec 01 §6.1.
+#include <fmt/format.h>
+
+#include "alloc/hostlist.h"
+#include "alloc/source.h"
+#include "alloc/tasks_per_node.h"
+#include "util/strings.h"
+
+namespace berth::alloc {
+namespace {
+
+// Reads the first of `names` that is set, bounded; returns it with the name it came
+// from.
+Result<std::optional<std::pair<std::string, std::string>>> first_of(
+    const Env& env, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    BERTH_TRY(auto v, env.get_bounded(n));
+    if (v) return std::optional<std::pair<std::string, std::string>>({n, *v});
+  }
+  return std::optional<std::pair<std::string, std::string>>();
+}
+
+}  // namespace
+
+SourceResult discover_slurm(const Input& in) {
+  // A Slurm job id is what makes this allocation Slurm's (seed 001): a stray
+  // SLURM_NODELIST without one (e.g. left exported by a login script) is not a job.
+  BERTH_TRY(auto job, first_of(in.env, {"SLURM_JOB_ID", "SLURM_JOBID"}));
+  if (!job) return std::optional<Found>();
+  const auto& [job_var, job_id] = *job;
+  if (job_id.empty() || !str::parse_uint(job_id, UINT32_MAX).ok()) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("{}: '{}' is not a Slurm job id (expected a decimal number)",
+                            job_var, str::printable(job_id)));
+  }
+
+  BERTH_TRY(auto list, first_of(in.env, {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}));
+  if (!list) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("{} is set but neither SLURM_JOB_NODELIST nor SLURM_NODELIST is",
+                            job_var));
+  }
+  const auto& [list_var, list_text] = *list;
+  auto names = hostlist::expand(list_text);
+  if (!names.ok()) return names.error().with_context(list_var);
+
+  const char* count_var = in.options.slurm_slots == SlurmSlots::kTasks
+                              ? "SLURM_TASKS_PER_NODE"
+                              : "SLURM_JOB_CPUS_PER_NODE";
+  BERTH_TRY(auto count_text, in.env.get_bounded(count_var));
+  if (!count_text) {
+    return fail(Errc::kInvalidInput, fmt::format("{} is set but {} is not", job_var, count_var));
+  }
+  auto counts = parse_tasks_per_node(*count_text, names->size());
+  if (!counts.ok()) return counts.error().with_context(count_var);
+  if (counts->size() != names->size()) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("{}: gives counts for {} node(s) but {} names {}", count_var,
+                            counts->size(), list_var, names->size()));
+  }
+
+  Found f;
+  f.job_id = job_id;
+  f.nodes.reserve(names->size());
+  for (size_t i = 0; i < names->size(); ++i) {
+    NodeSpec s;
+    s.name = std::move((*names)[i]);
+    s.slots = (*counts)[i];
+    s.slots_given = true;  // the scheduler's count is authoritative
+    f.nodes.push_back(std::move(s));
+  }
+  return std::optional<Found>(std::move(f));
+}
+
+}  // namespace berth::alloc

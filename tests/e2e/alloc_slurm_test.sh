@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Inside real Slurm allocations of 2-4 nodes (the local 4-node cluster started by
+# scripts/services.sh), berth alloc must agree with `scontrol show hostnames` and with
+# the number of tasks Slurm actually starts on each node.
+. "$(dirname "$0")/common.sh"
+export SLURM_CONF=${SLURM_CONF:-/tmp/berth-services/slurm/slurm.conf}
+if ! timeout 10 scontrol ping >/dev/null 2>&1; then
+  echo "FAIL: no Slurm answers (SLURM_CONF=$SLURM_CONF); start it with scripts/services.sh start" >&2
+  exit 1
+fi
+
+# inside KIND SHAPE...: runs the probe inside a salloc or sbatch job of that shape.
+probe() {
+  cat <<'X'
+set -e
+"$BERTH" alloc --format json >"$W/alloc.json"
+scontrol show hostnames "$SLURM_JOB_NODELIST" >"$W/hostnames"
+srun bash -c 'echo $SLURMD_NODENAME' | sort | uniq -c | awk '{print $2, $1}' >"$W/tasks"
+X
+}
+
+check() {
+  local label=$1
+  OUT=$(cat "$W/alloc.json")
+  expect_eq "$label: owner" "$(json "j['owner']")" slurm
+  expect_eq "$label: scheduler-owned" "$(json "j['scheduler_owned']")" True
+  expect_eq "$label: names agree with scontrol show hostnames" \
+    "$(json "' '.join(n['name'] for n in j['nodes'])")" "$(tr '\n' ' ' <"$W/hostnames" | sed 's/ $//')"
+  expect_eq "$label: slots agree with the tasks srun starts per node" \
+    "$(json "' '.join(n['name']+':'+str(n['slots']) for n in sorted(j['nodes'], key=lambda n: n['name']))")" \
+    "$(sort "$W/tasks" | awk '{printf "%s%s:%s", (NR>1?" ":""), $1, $2}')"
+  expect_eq "$label: total slots = tasks" "$(json "j['total_slots']")" "$(awk '{s+=$2} END {print s}' "$W/tasks")"
+}
+
+export BERTH
+i=0
+for shape in "-N2 -n3" "-N3 -n5" "-N4 -n8" "-N4 -n4"; do
+  i=$((i + 1))
+  W=$T/salloc$i; mkdir -p "$W"; export W
+  probe >"$W/job.sh"
+  # shellcheck disable=SC2086
+  if timeout 120 salloc $shape bash "$W/job.sh" >"$W/log" 2>&1; then
+    check "salloc $shape"
+  else
+    fail "salloc $shape failed: $(cat "$W/log")"
+  fi
+done
+
+# The same from a batch job, where berth runs on the first node of the allocation.
+W=$T/sbatch; mkdir -p "$W"; export W
+{ echo '#!/bin/bash'; probe; } >"$W/job.sh"
+if timeout 120 sbatch --wait -N3 -n6 -o "$W/log" "$W/job.sh" >/dev/null 2>&1; then
+  check "sbatch -N3 -n6"
+else
+  fail "sbatch failed: $(cat "$W/log" 2>/dev/null)"
+fi
+finish

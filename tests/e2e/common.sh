@@ -1,0 +1,69 @@
+# common.sh - shared helpers for berth's end-to-end tests. Each test is a short bash
+# script: source this, drive the real berth binary, assert, and exit 0 only if every
+# assertion held. CTest passes BERTH (the binary) and BERTH_SOURCE_DIR.
+set -euo pipefail
+
+: "${BERTH:?BERTH must name the berth binary (run under ctest)}"
+: "${BERTH_SOURCE_DIR:?BERTH_SOURCE_DIR must name the source tree}"
+E2E=$BERTH_SOURCE_DIR/tests/e2e
+GOLDEN=$E2E/golden
+T=$(mktemp -d /tmp/berth-e2e.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+FAILS=0
+
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+ok() { echo "ok   $*"; }
+
+# run ARGS...: runs berth, leaving $OUT, $ERR and $RC.
+run() {
+  set +e
+  "$BERTH" "$@" >"$T/out" 2>"$T/err"
+  RC=$?
+  set -e
+  OUT=$(cat "$T/out")
+  ERR=$(cat "$T/err")
+}
+
+# expect_eq NAME GOT WANT
+expect_eq() {
+  if [[ "$2" == "$3" ]]; then ok "$1"; else fail "$1: got [$2] want [$3]"; fi
+}
+
+# expect_contains NAME HAYSTACK NEEDLE
+expect_contains() {
+  if [[ "$2" == *"$3"* ]]; then ok "$1"; else fail "$1: [$2] does not contain [$3]"; fi
+}
+
+# expect_golden NAME FILE: $OUT must equal golden/FILE (BERTH_UPDATE_GOLDEN=1 rewrites).
+expect_golden() {
+  if [[ -n ${BERTH_UPDATE_GOLDEN:-} ]]; then
+    printf '%s\n' "$OUT" >"$GOLDEN/$2"
+  fi
+  if diff -u "$GOLDEN/$2" <(printf '%s\n' "$OUT") >"$T/diff"; then
+    ok "$1"
+  else
+    fail "$1: output differs from golden/$2:"; cat "$T/diff" >&2
+  fi
+}
+
+# expect_bad_input NAME NEEDLE ARGS...: berth must exit 2 with exactly one stderr line
+# containing NEEDLE, and print nothing on stdout.
+expect_bad_input() {
+  local name=$1 needle=$2
+  shift 2
+  run "$@"
+  local lines
+  lines=$(printf '%s' "$ERR" | grep -c '' || true)
+  if [[ $RC != 2 ]]; then fail "$name: exit $RC, want 2 (stderr: $ERR)"; return; fi
+  if [[ $lines != 1 ]]; then fail "$name: $lines stderr lines, want 1: $ERR"; return; fi
+  if [[ -n $OUT ]]; then fail "$name: printed on stdout: $OUT"; return; fi
+  expect_contains "$name" "$ERR" "$needle"
+}
+
+# json EXPR: evaluates a Python expression over the JSON in $OUT (bound to j).
+json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)" <<<"$OUT"; }
+
+finish() {
+  if ((FAILS)); then echo "$FAILS assertion(s) failed" >&2; exit 1; fi
+  echo "all assertions held"
+}
