@@ -1,0 +1,218 @@
+#include "alloc/discover.h"
+
+#include <gtest/gtest.h>
+
+#include "alloc/display.h"
+
+namespace berth::alloc {
+namespace {
+
+LocalHost here() {
+  LocalHost h;
+  h.hostname = "login1.example.org";
+  h.aliases = {"localhost", "127.0.0.1"};
+  h.usable_cores = 6;
+  return h;
+}
+
+Env slurm_env(const char* nodelist = "n[1-4]", const char* tasks = "4(x4)") {
+  Env e;
+  e.set("SLURM_JOB_ID", "77");
+  e.set("SLURM_JOB_NODELIST", nodelist);
+  e.set("SLURM_TASKS_PER_NODE", tasks);
+  e.set("SLURM_JOB_CPUS_PER_NODE", "8(x4)");
+  return e;
+}
+
+Result<Allocation> run(const Env& env, const Options& o = {}) {
+  LocalHost h = here();
+  return discover(Input{env, o, h});
+}
+
+TEST(Discover, SourcesAreAskedInSeedPriorityOrder) {
+  std::vector<std::string> names;
+  int last = 1 << 30;
+  for (const auto& s : sources()) {
+    names.push_back(s.name);
+    EXPECT_LE(s.priority, last) << s.name;
+    last = s.priority;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"simulator", "pbs", "gridengine", "flux", "lsf",
+                                             "slurm", "hosts"}));
+}
+
+TEST(Discover, NothingPresentFallsBackToLocalHostWithCoresNotGiven) {
+  auto a = run(Env{});
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->owner, "hosts");
+  EXPECT_FALSE(a->scheduler_owned);
+  ASSERT_EQ(a->nodes.size(), 1u);
+  EXPECT_EQ(a->nodes[0].name, "login1");
+  EXPECT_EQ(a->nodes[0].rawname, "login1.example.org");
+  EXPECT_TRUE(a->nodes[0].local);
+  EXPECT_EQ(a->nodes[0].slots, 6);
+  EXPECT_FALSE(a->nodes[0].slots_given);
+}
+
+TEST(Discover, SlurmOwnsItsJobWithSlotsGiven) {
+  auto a = run(slurm_env("n[1-3]", "2(x2),1"));
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->owner, "slurm");
+  EXPECT_TRUE(a->scheduler_owned);
+  EXPECT_EQ(a->job_id, "77");
+  EXPECT_EQ(a->total_slots, 5);
+  EXPECT_TRUE(a->nodes[2].slots_given);
+}
+
+TEST(Discover, SlurmCpusPerNodeIsSelectable) {
+  Options o;
+  o.slurm_slots = SlurmSlots::kCpus;
+  auto a = run(slurm_env(), o);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->total_slots, 32);
+}
+
+TEST(Discover, SlurmFallsBackToOldNodelistName) {
+  Env e;
+  e.set("SLURM_JOBID", "5");
+  e.set("SLURM_NODELIST", "a,b");
+  e.set("SLURM_TASKS_PER_NODE", "1(x2)");
+  auto a = run(e);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->nodes.size(), 2u);
+}
+
+TEST(Discover, SlurmNodelistWithoutJobIdIsNotSlurms) {
+  Env e;
+  e.set("SLURM_NODELIST", "a,b");
+  auto a = run(e);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->owner, "hosts");
+}
+
+TEST(Discover, SlurmErrorsNameTheVariable) {
+  struct Case {
+    const char* list;
+    const char* tasks;
+    const char* needle;
+  } cases[] = {
+      {"", "1", "SLURM_JOB_NODELIST"},
+      {"n[1-", "1", "SLURM_JOB_NODELIST"},
+      {"n[1-2]", "2(x", "SLURM_TASKS_PER_NODE"},
+      {"n[1-3]", "1(x2)", "SLURM_TASKS_PER_NODE"},
+      {"n[1-2]", "1(x3)", "SLURM_TASKS_PER_NODE"},
+  };
+  for (const auto& c : cases) {
+    auto a = run(slurm_env(c.list, c.tasks));
+    ASSERT_FALSE(a.ok()) << c.list << " " << c.tasks;
+    EXPECT_EQ(a.error().code(), Errc::kInvalidInput);
+    EXPECT_NE(a.error().message().find(c.needle), std::string::npos) << a.error().message();
+  }
+}
+
+TEST(Discover, SlurmJobIdIsValidated) {
+  Env e = slurm_env();
+  e.set("SLURM_JOB_ID", "12a");
+  auto a = run(e);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message().find("SLURM_JOB_ID"), std::string::npos);
+}
+
+TEST(Discover, SimulatorPreemptsEverything) {
+  Options o;
+  o.simulate = "2x3";
+  auto a = run(slurm_env(), o);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->owner, "simulator");
+  EXPECT_EQ(a->total_slots, 6);
+}
+
+TEST(Discover, MultiplierCopiesEveryNodeUnderDistinctNames) {
+  Options o;
+  o.multiplier = 3;
+  auto a = run(slurm_env("n[1-2]", "2(x2)"), o);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  ASSERT_EQ(a->nodes.size(), 6u);
+  EXPECT_EQ(a->nodes[1].name, "n1-x1");
+  EXPECT_EQ(a->total_slots, 12);
+  o.multiplier = 0;
+  EXPECT_FALSE(run(slurm_env(), o).ok());
+}
+
+TEST(Discover, HostFilterSelectsAndKeepsIndices) {
+  Options o;
+  o.hosts = {"n2,n4:1"};
+  auto a = run(slurm_env(), o);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  ASSERT_EQ(a->nodes.size(), 4u);
+  EXPECT_EQ(a->nodes[0].state, NodeState::kNotIncluded);
+  EXPECT_EQ(a->nodes[1].state, NodeState::kUp);
+  EXPECT_EQ(a->nodes[3].slots, 1);
+  EXPECT_EQ(a->total_slots, 5);
+  EXPECT_EQ(a->up_nodes().size(), 2u);
+}
+
+TEST(Discover, HostFilterNamingAnOutsideNodeIsRefusedNamingIt) {
+  Options o;
+  o.hosts = {"n1,ghost"};
+  auto a = run(slurm_env(), o);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().code(), Errc::kRefused);
+  EXPECT_NE(a.error().message().find("'ghost'"), std::string::npos) << a.error().message();
+}
+
+TEST(Discover, HostFilterCannotRaiseSlots) {
+  Options o;
+  o.hosts = {"n1:5"};
+  auto a = run(slurm_env(), o);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message().find("asks for 5 slots"), std::string::npos);
+}
+
+TEST(Discover, RelativeHostSyntaxFiltersByIndex) {
+  Options o;
+  o.hosts = {"+n1,+n3"};
+  auto a = run(slurm_env(), o);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->up_nodes().size(), 2u);
+  EXPECT_EQ(a->up_nodes()[0]->name, "n2");
+  o.hosts = {"+e:2"};
+  a = run(slurm_env(), o);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->total_slots, 8);
+  o.hosts = {"+n4"};
+  EXPECT_FALSE(run(slurm_env(), o).ok());
+}
+
+TEST(Discover, LocalHostInAllocationIsMarkedLocal) {
+  auto a = run(slurm_env("login1,n2", "1(x2)"));
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_TRUE(a->nodes[0].local);
+  EXPECT_FALSE(a->nodes[1].local);
+}
+
+TEST(Display, JsonCarriesThePinnedFields) {
+  auto a = run(slurm_env("n[1-2]", "3,1"));
+  ASSERT_TRUE(a.ok());
+  std::string j = to_json(*a);
+  for (const char* key : {"\"owner\": \"slurm\"", "\"scheduler_owned\": true",
+                          "\"total_slots\": 4", "\"index\": 1", "\"rawname\": \"n2\"",
+                          "\"aliases\": []", "\"slots_max\": 0", "\"slots_given\": true",
+                          "\"state\": \"up\""}) {
+    EXPECT_NE(j.find(key), std::string::npos) << key << "\n" << j;
+  }
+}
+
+TEST(Display, XmlEscapesAttributeValues) {
+  Allocation a;
+  a.owner = "hosts";
+  Node n;
+  n.name = "a<b>&\"c'";
+  n.rawname = n.name;
+  a.nodes.push_back(n);
+  std::string x = to_xml(a);
+  EXPECT_NE(x.find("name=\"a&lt;b&gt;&amp;&quot;c&apos;\""), std::string::npos) << x;
+}
+
+}  // namespace
+}  // namespace berth::alloc
