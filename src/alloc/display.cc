@@ -100,16 +100,19 @@ std::string to_text(const Allocation& a) {
                                 a.job_id.empty() ? "" : ", job " + a.job_id, up, a.total_slots);
   size_t w = 4;
   for (const Node& n : a.nodes) w = std::max(w, n.name.size());
-  out += fmt::format("  {:>5}  {:<{}}  {:>6}  {:>6}  {:<5}  {:<12}  {}\n", "index", "name", w,
-                     "slots", "max", "given", "state", "aliases");
+  // One buffer for the whole table: allocations have 10^5 nodes.
+  fmt::memory_buffer buf;
+  fmt::format_to(std::back_inserter(buf), "  {:>5}  {:<{}}  {:>6}  {:>6}  {:<5}  {:<12}  {}\n",
+                 "index", "name", w, "slots", "max", "given", "state", "aliases");
   for (const Node& n : a.nodes) {
     std::string aliases = str::join(n.aliases, ",");
     if (n.local) aliases = aliases.empty() ? "(local)" : aliases + " (local)";
-    out += fmt::format("  {:>5}  {:<{}}  {:>6}  {:>6}  {:<5}  {:<12}  {}\n", n.index,
-                       str::printable(n.name, 256), w, n.slots,
-                       n.slots_max == 0 ? std::string("-") : std::to_string(n.slots_max),
-                       n.slots_given ? "yes" : "no", node_state_name(n.state), aliases);
+    fmt::format_to(std::back_inserter(buf), "  {:>5}  {:<{}}  {:>6}  {:>6}  {:<5}  {:<12}  {}\n",
+                   n.index, str::printable(n.name, 256), w, n.slots,
+                   n.slots_max == 0 ? std::string("-") : std::to_string(n.slots_max),
+                   n.slots_given ? "yes" : "no", node_state_name(n.state), aliases);
   }
+  out.append(buf.data(), buf.size());
   return out;
 }
 

@@ -14,31 +14,44 @@ const char* node_state_name(NodeState s) {
   return "up";
 }
 
-Pool::Pool(const LocalHost& local, bool keep_fqdn) : local_(local), keep_fqdn_(keep_fqdn) {}
+Pool::Pool(const LocalHost& local, bool keep_fqdn) : local_(local), keep_fqdn_(keep_fqdn) {
+  local_names_ = local_.aliases;
+  local_names_.push_back(local_.hostname);
+  local_names_.push_back(short_name(local_.hostname));
+}
 
 std::string Pool::short_name(std::string_view name) const {
-  if (keep_fqdn_ || str::is_ip_address(name)) return std::string(name);
   size_t dot = name.find('.');
+  if (dot == std::string_view::npos || keep_fqdn_ || str::is_ip_address(name)) {
+    return std::string(name);
+  }
   // A leading dot would leave no name at all; keep such a name whole.
   if (dot == std::string_view::npos || dot == 0) return std::string(name);
   return std::string(name.substr(0, dot));
 }
 
 bool Pool::is_local_name(std::string_view name) const {
-  if (name == local_.hostname || name == short_name(local_.hostname)) return true;
-  return std::find(local_.aliases.begin(), local_.aliases.end(), name) != local_.aliases.end();
+  return std::find(local_names_.begin(), local_names_.end(), name) != local_names_.end();
 }
 
 void Pool::index_name(const std::string& name, size_t index) {
   if (!name.empty()) by_name_.emplace(name, index);
 }
 
-std::optional<size_t> Pool::find(std::string_view name) const {
+std::optional<size_t> Pool::lookup(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
-  if (it != by_name_.end()) return it->second;
-  it = by_name_.find(short_name(name));
-  if (it != by_name_.end()) return it->second;
-  if (is_local_name(name) || is_local_name(short_name(name))) {
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<size_t> Pool::find(std::string_view name) const {
+  if (auto hit = lookup(name)) return hit;
+  std::string shortened = short_name(name);
+  bool is_short = shortened.size() == name.size();
+  if (!is_short) {
+    if (auto hit = lookup(shortened)) return hit;
+  }
+  if (is_local_name(name) || (!is_short && is_local_name(shortened))) {
     for (const Node& n : nodes_) {
       if (n.local) return n.index;
     }

@@ -49,8 +49,10 @@ class Pool {
  private:
   bool is_local_name(std::string_view name) const;
   void index_name(const std::string& name, size_t index);
+  std::optional<size_t> lookup(std::string_view name) const;
 
   LocalHost local_;
+  std::vector<std::string> local_names_;  // every name of the local host
   bool keep_fqdn_;
   std::vector<Node> nodes_;
   std::unordered_map<std::string, size_t> by_name_;  // every name and alias -> index

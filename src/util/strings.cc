@@ -93,15 +93,22 @@ std::string printable(std::string_view s, size_t max_len) {
 
 bool is_ip_address(std::string_view s) {
   if (s.find(':') != std::string_view::npos) return true;
-  auto parts = split(s, '.');
-  if (parts.size() != 4) return false;
-  for (auto p : parts) {
-    if (p.empty() || p.size() > 3) return false;
-    for (char c : p) {
-      if (!is_digit(c)) return false;
+  // Dotted quad: four groups of 1-3 digits. One pass, no allocation: the pool calls
+  // this for every node of an allocation.
+  int groups = 0;
+  size_t digits = 0;
+  for (char c : s) {
+    if (is_digit(c)) {
+      if (++digits > 3) return false;
+    } else if (c == '.') {
+      if (digits == 0) return false;
+      ++groups;
+      digits = 0;
+    } else {
+      return false;
     }
   }
-  return true;
+  return groups == 3 && digits > 0;
 }
 
 }  // namespace berth::str
