@@ -1,0 +1,229 @@
+#include "place/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "util/strings.h"
+
+extern char** environ;  // NOLINT: the probe runs launchers with berth's own environment
+
+namespace berth::place {
+
+const char* mechanism_name(Mechanism m) {
+  switch (m) {
+    case Mechanism::kSchedulerEnforced: return "scheduler-enforced";
+    case Mechanism::kCpuBinding: return "cpu-binding";
+    case Mechanism::kNone: return "none";
+  }
+  return "none";
+}
+
+const char* cap_support_name(CapSupport c) { return c == CapSupport::kEnforced ? "enforced" : "none"; }
+
+std::string placement_refusal(const Launcher& l) {
+  switch (l.kind) {
+    case topo::LauncherKind::kLocal: return "";
+    case topo::LauncherKind::kSrun:
+      if (l.version) return "";
+      return fmt::format("the Slurm version is unknown ({}), and placement on Slurm depends on "
+                         "it (20.11 changed what a step may ask for); give --slurm-version",
+                         l.version_text);
+    case topo::LauncherKind::kPalsMpiexec:
+      if (l.is_pals) return "";
+      return fmt::format("mpiexec is not PALS's ({}); berth places only with PALS mpiexec",
+                         l.version_text);
+  }
+  return "unknown launcher";
+}
+
+Mechanism placement_support(const Launcher& l) {
+  if (!placement_refusal(l).empty()) return Mechanism::kNone;
+  switch (l.kind) {
+    case topo::LauncherKind::kSrun:
+      return l.version->at_least(kSlurmStepIsolation.major, kSlurmStepIsolation.minor)
+                 ? Mechanism::kSchedulerEnforced
+                 : Mechanism::kCpuBinding;
+    case topo::LauncherKind::kPalsMpiexec:
+    case topo::LauncherKind::kLocal:
+      return Mechanism::kCpuBinding;
+  }
+  return Mechanism::kNone;
+}
+
+CapSupport memory_cap_support(const Launcher& l) {
+  if (l.kind == topo::LauncherKind::kSrun && l.version &&
+      l.version->at_least(kSlurmMemoryEnforced.major, kSlurmMemoryEnforced.minor)) {
+    return CapSupport::kEnforced;
+  }
+  // PALS has no memory option; older Slurm accepts --mem and does not act on it; the
+  // local launcher sets no limit. Two ways of being useless are one answer.
+  return CapSupport::kNone;
+}
+
+namespace {
+
+// "22.05.8" -> {22, 5}; nullopt unless it starts with N.N.
+std::optional<Version> leading_version(std::string_view s) {
+  auto parts = str::split(s, '.');
+  if (parts.size() < 2) return std::nullopt;
+  auto maj = str::parse_uint(parts[0], 1000);
+  std::string_view minor_text = parts[1];
+  size_t digits = 0;
+  while (digits < minor_text.size() && str::is_digit(minor_text[digits])) ++digits;
+  auto min = str::parse_uint(minor_text.substr(0, digits), 1000);
+  if (!maj.ok() || !min.ok()) return std::nullopt;
+  return Version{static_cast<int>(*maj), static_cast<int>(*min)};
+}
+
+}  // namespace
+
+std::optional<Version> parse_slurm_version(std::string_view text) {
+  std::string_view line = str::trim(text.substr(0, text.find('\n')));
+  auto words = str::split_ws(line);
+  if (words.size() < 2) return std::nullopt;
+  if (words[0] != "slurm" && words[0] != "slurm-wlm") return std::nullopt;
+  return leading_version(words[1]);
+}
+
+Result<Version> parse_version_flag(std::string_view text) {
+  auto v = leading_version(str::trim(text));
+  if (!v) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("--slurm-version: '{}' is not a version like 20.11",
+                            str::printable(text)));
+  }
+  return *v;
+}
+
+bool looks_like_pals(std::string_view text) {
+  std::string lower = str::to_lower(text);
+  return lower.find("pals") != std::string::npos;
+}
+
+namespace {
+
+class RealProbe : public VersionProbe {
+ public:
+  Result<std::string> run(const std::vector<std::string>& argv) override {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return fail(Errc::kIo, fmt::format("{}: pipe: {}", argv[0], std::strerror(errno)));
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = -1;
+    int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+      close(fds[0]);
+      return fail(rc == ENOENT ? Errc::kNotFound : Errc::kIo,
+                  fmt::format("{}: {}", argv[0], std::strerror(rc)));
+    }
+    // Read until EOF, at most 64 KiB, for at most 10 s: a hung launcher must not
+    // hang berth.
+    std::string out;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool timed_out = false;
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now())
+                      .count();
+      if (left <= 0) {
+        timed_out = true;
+        break;
+      }
+      pollfd p{fds[0], POLLIN, 0};
+      int n = poll(&p, 1, static_cast<int>(left));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        timed_out = n == 0;
+        break;
+      }
+      char buf[4096];
+      ssize_t r = read(fds[0], buf, sizeof buf);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      if (out.size() < 65536) out.append(buf, static_cast<size_t>(r));
+    }
+    close(fds[0]);
+    if (timed_out && pid > 0) kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) return fail(Errc::kIo, fmt::format("{}: did not finish in 10 s", argv[0]));
+    return out;
+  }
+};
+
+}  // namespace
+
+VersionProbe& VersionProbe::real() {
+  static RealProbe probe;
+  return probe;
+}
+
+Launcher detect_launcher(topo::LauncherKind kind, VersionProbe& probe) {
+  Launcher l;
+  l.kind = kind;
+  switch (kind) {
+    case topo::LauncherKind::kLocal:
+      l.detected_by = "local (no launcher)";
+      return l;
+    case topo::LauncherKind::kSrun: {
+      l.program = "srun";
+      l.detected_by = "srun --version";
+      auto out = probe.run({"srun", "--version"});
+      if (!out.ok()) {
+        l.version_text = out.error().message();
+        return l;
+      }
+      l.version_text = std::string(str::trim(out->substr(0, out->find('\n'))));
+      l.version = parse_slurm_version(*out);
+      if (!l.version) l.version_text = "unreadable: '" + str::printable(l.version_text) + "'";
+      return l;
+    }
+    case topo::LauncherKind::kPalsMpiexec: {
+      l.program = "mpiexec";
+      l.detected_by = "mpiexec --version";
+      auto out = probe.run({"mpiexec", "--version"});
+      if (!out.ok()) {
+        l.version_text = out.error().message();
+        return l;
+      }
+      l.version_text = str::printable(str::trim(out->substr(0, out->find('\n'))), 120);
+      l.is_pals = looks_like_pals(*out);
+      return l;
+    }
+  }
+  return l;
+}
+
+const Launcher& detect_launcher_cached(topo::LauncherKind kind) {
+  static std::mutex mu;
+  static std::map<topo::LauncherKind, Launcher> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(kind);
+  if (it == cache.end()) it = cache.emplace(kind, detect_launcher(kind, VersionProbe::real())).first;
+  return it->second;
+}
+
+}  // namespace berth::place

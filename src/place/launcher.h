@@ -1,0 +1,83 @@
+// Launcher: which launcher is actually present, and what it can enforce (spec 02 §3).
+//
+// Seed 003: "the mechanism must be determined at run time, from the launcher actually
+// present, not from configuration. The same machine can be upgraded across the 20.11
+// boundary without its configuration changing, and a stale assumption there fails in
+// the worst way: the command is accepted and the placement silently does nothing."
+// So the kind comes from the machine (or --launcher), but the version comes from
+// running `srun --version` / `mpiexec --version`, once per process. An unreadable
+// version is kept as unknown, and a placement on an unknown version is refused.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topo/machine.h"
+#include "util/result.h"
+
+namespace berth::place {
+
+struct Version {
+  int major = 0;
+  int minor = 0;
+  bool at_least(int maj, int min) const {
+    return major > maj || (major == maj && minor >= min);
+  }
+};
+
+// Slurm release where a step started reserving what it asks for (--exact), and where
+// a step's --mem was measured to be enforced. Two constants, though equal today: the
+// memory boundary is a proxy (enforcement comes from a site's cgroup configuration),
+// and seed 003 keeps it apart so it can move on its own.
+inline constexpr Version kSlurmStepIsolation{20, 11};
+inline constexpr Version kSlurmMemoryEnforced{20, 11};
+
+struct Launcher {
+  topo::LauncherKind kind = topo::LauncherKind::kLocal;
+  std::string program;                 // "srun", "mpiexec"; "" for local
+  std::optional<Version> version;      // srun: the Slurm version; absent = unknown
+  std::string version_text;            // what --version printed (first line), or why not
+  bool is_pals = false;                // mpiexec: its --version says PALS
+  std::string detected_by;             // "srun --version", "--slurm-version 20.02", ...
+};
+
+enum class Mechanism { kSchedulerEnforced, kCpuBinding, kNone };
+enum class CapSupport { kEnforced, kNone };
+const char* mechanism_name(Mechanism m);   // "scheduler-enforced", "cpu-binding", "none"
+const char* cap_support_name(CapSupport c);  // "enforced", "none"
+
+// What a placement on this launcher gets. kNone when it cannot be placed at all
+// (an unknown version, an mpiexec that is not PALS).
+Mechanism placement_support(const Launcher& l);
+CapSupport memory_cap_support(const Launcher& l);
+// Why placement_support() is kNone ("" otherwise), for the refusal message.
+std::string placement_refusal(const Launcher& l);
+
+// Reads "slurm 22.05.8" / "slurm-wlm 20.02.7" (first line of srun --version).
+std::optional<Version> parse_slurm_version(std::string_view text);
+// Reads a --slurm-version flag value: "20.11", "22.05.8".
+Result<Version> parse_version_flag(std::string_view text);
+// Whether `mpiexec --version` output is HPE/Cray PALS's.
+bool looks_like_pals(std::string_view text);
+
+// Runs a short command and returns what it printed (stdout and stderr). The seam
+// that lets detection be tested without a launcher.
+class VersionProbe {
+ public:
+  virtual ~VersionProbe() = default;
+  // Fails (kNotFound) when the program is not on PATH, (kIo) when it could not run
+  // or did not finish within a few seconds.
+  virtual Result<std::string> run(const std::vector<std::string>& argv) = 0;
+  // The real probe: posix_spawnp with a pipe, bounded by a timeout.
+  static VersionProbe& real();
+};
+
+// Detects the launcher of `kind` with `probe`. Never fails: a launcher that is
+// missing or unreadable is returned with no version and the reason in version_text.
+Launcher detect_launcher(topo::LauncherKind kind, VersionProbe& probe);
+
+// detect_launcher() with the real probe, cached per process and kind.
+const Launcher& detect_launcher_cached(topo::LauncherKind kind);
+
+}  // namespace berth::place

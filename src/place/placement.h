@@ -1,0 +1,53 @@
+// Placement: where one launch goes (seed 003; spec 02 §1).
+//
+// A placement names the nodes a launch may use, one core set per node (aligned with
+// `nodes`; core numbers are node-local, so the same numbers on two nodes is the
+// ordinary case), and a GPU total for the whole launch. GPUs are a per-launch total,
+// not a count per task, because only a total confines a launch (measured on both GPU
+// machines in seed 003); the total defaults to none, and none is rendered as an
+// explicit request for no GPUs, because an unstated GPU requirement is read by Slurm
+// as a claim on every GPU of the node. Where nothing assigns GPUs (PALS, the local
+// node), the caller's chosen device ids travel with the placement, since only the
+// caller sees every launch running at once.
+//
+// Memory is deliberately not here: a memory figure renders into an option that is
+// inert on one Slurm and a kill switch on another. A cap is a separate argument
+// (MemoryCap), absent unless given.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace berth::place {
+
+struct Placement {
+  std::vector<std::string> nodes;          // host names, as the allocation names them
+  std::vector<std::vector<int>> cores;     // one ascending core-id set per node
+  int gpus = 0;                            // GPU total for the launch; 0 = none (explicit)
+  std::vector<std::string> gpu_ids;        // device ids where nothing assigns GPUs
+
+  // Checks the shape: at least one node; one non-empty core set per node, each
+  // ascending with no repeats and no negative id; no node named twice; gpus >= 0;
+  // gpu_ids empty or exactly `gpus` distinct ids. Errors say which node or field.
+  Result<void> validate() const;
+};
+
+// A per-node memory cap in MB, stated on purpose and only then (seed 003).
+using MemoryCap = std::optional<int64_t>;
+
+// How tasks land on a placement's nodes when they fill each node in turn (Slurm
+// block distribution): node i takes up to floor(|cores_i| / cpus_per_task) tasks.
+// Returns the task count per node, or an error when the cores cannot hold `tasks`
+// tasks of `cpus_per_task` cores each, or when a node would get none (a placement
+// that names a node it does not use reserves it for nothing).
+Result<std::vector<int>> fill_nodes_in_turn(const Placement& p, int tasks, int cpus_per_task);
+
+// "0-3,8" style list of ids, and its parse (used for --cores and the JSON).
+std::string format_ids(const std::vector<int>& ids);
+Result<std::vector<int>> parse_ids(std::string_view text, std::string_view origin);
+
+}  // namespace berth::place

@@ -1,0 +1,298 @@
+#include "place/render.h"
+
+#include <gtest/gtest.h>
+
+#include "topo/catalog.h"
+#include "util/strings.h"
+
+namespace berth::place {
+namespace {
+
+const topo::MachineDescription& machine(const std::string& name) {
+  static auto catalog = topo::Catalog::built_in();
+  EXPECT_TRUE(catalog.ok()) << catalog.error().message();
+  const auto* m = catalog->find(name);
+  EXPECT_NE(m, nullptr) << name;
+  return *m;
+}
+
+Launcher srun(int major, int minor) {
+  Launcher l;
+  l.kind = topo::LauncherKind::kSrun;
+  l.program = "srun";
+  l.version = Version{major, minor};
+  return l;
+}
+
+Launcher pals() {
+  Launcher l;
+  l.kind = topo::LauncherKind::kPalsMpiexec;
+  l.program = "mpiexec";
+  l.is_pals = true;
+  return l;
+}
+
+Launcher local() { return Launcher{}; }
+
+Placement place(std::vector<std::string> nodes, std::vector<std::vector<int>> cores, int gpus = 0,
+                std::vector<std::string> ids = {}) {
+  Placement p;
+  p.nodes = std::move(nodes);
+  p.cores = std::move(cores);
+  p.gpus = gpus;
+  p.gpu_ids = std::move(ids);
+  return p;
+}
+
+LaunchSpec spec(int tasks, int cpt = 1, MemoryCap cap = std::nullopt) {
+  LaunchSpec s;
+  s.tasks = tasks;
+  s.cpus_per_task = cpt;
+  s.memory_cap = cap;
+  s.command = {"./a.out", "x"};
+  return s;
+}
+
+std::string argv_of(const Result<Rendered>& r) {
+  if (!r.ok()) return "ERROR: " + r.error().message();
+  std::vector<std::string> w = r->argv;
+  return str::join(w, " ");
+}
+
+struct Case {
+  const char* name;
+  const char* machine;
+  Launcher launcher;
+  std::optional<Placement> placement;
+  LaunchSpec spec;
+  const char* want;  // argv joined by spaces, or "ERROR: <substring>"
+};
+
+TEST(Render, Table) {
+  const Case cases[] = {
+      // --- Slurm >= 20.11: scheduler-enforced.
+      {"new slurm, one node", "pm-cpu", srun(25, 11), place({"nid1"}, {{0, 1, 2, 3}}), spec(4),
+       "srun --label --cpu-bind=cores --distribution=plane --nodes=1 --nodelist=nid1 --ntasks=4 "
+       "--cpus-per-task=1 --exact --gpus=0 ./a.out x"},
+      {"new slurm, two nodes same cores", "pm-cpu", srun(25, 11),
+       place({"a", "b"}, {{0, 1}, {0, 1}}), spec(4),
+       "srun --label --cpu-bind=cores --distribution=plane --nodes=2 --nodelist=a,b --ntasks=4 "
+       "--cpus-per-task=1 --exact --gpus=0 ./a.out x"},
+      {"new slurm, GPU total and dropped gpu_bind none", "pm-gpu", srun(25, 11),
+       place({"g1"}, {{0, 1, 2, 3, 4, 5, 6, 7}}, 2), spec(2, 4),
+       "srun --label --cpu-bind=cores --distribution=plane --nodes=1 --nodelist=g1 --ntasks=2 "
+       "--cpus-per-task=4 --exact --gpus=2 ./a.out x"},
+      {"new slurm, memory cap", "frontier", srun(25, 11), place({"f"}, {{1, 2}}), spec(2, 1, 1024),
+       "srun -l -K --threads-per-core=1 --cpu-bind=threads --distribution=block:cyclic --nodes=1 "
+       "--nodelist=f --ntasks=2 --cpus-per-task=1 --exact --gpus=0 --mem=1024M ./a.out x"},
+      {"new slurm, no placement is the plain command", "pm-cpu", srun(25, 11), std::nullopt,
+       spec(8, 2),
+       "srun --label --cpu-bind=cores --distribution=plane --ntasks=8 --cpus-per-task=2 ./a.out x"},
+      {"new slurm, no placement keeps gpu_bind none", "pm-gpu", srun(25, 11), std::nullopt,
+       spec(1),
+       "srun --label --cpu-bind=cores --distribution=plane --gpu-bind=none --ntasks=1 "
+       "--cpus-per-task=1 ./a.out x"},
+      {"new slurm, too many tasks", "pm-cpu", srun(25, 11), place({"a"}, {{0, 1}}), spec(3),
+       "ERROR: do not fit"},
+      {"new slurm, unused node refused", "pm-cpu", srun(25, 11), place({"a", "b"}, {{0, 1}, {0}}),
+       spec(2), "ERROR: node 'b' would run no task"},
+      // --- Slurm < 20.11: one CPU mask per task, fill each node in turn.
+      {"old slurm, masks of non-contiguous cores", "chrysalis", srun(20, 2),
+       place({"c1"}, {{1, 2, 5, 6}}), spec(2, 2),
+       "srun --mpi=pmi2 -l --nodes=1 --nodelist=c1 --ntasks=2 --cpus-per-task=2 "
+       "--cpu-bind=mask_cpu:0x6,0x60 ./a.out x"},
+      {"old slurm, two nodes one node's masks", "chrysalis", srun(20, 2),
+       place({"c1", "c2"}, {{0, 1}, {0, 1}}), spec(4),
+       "srun --mpi=pmi2 -l --nodes=2 --nodelist=c1,c2 --ntasks=4 --cpus-per-task=1 "
+       "--cpu-bind=mask_cpu:0x1,0x2 ./a.out x"},
+      {"old slurm, different cores per node refused", "chrysalis", srun(20, 2),
+       place({"c1", "c2"}, {{0, 1}, {2, 3}}), spec(4), "ERROR: one node's core list"},
+      {"old slurm, GPUs refused", "chrysalis", srun(20, 2), place({"c1"}, {{0}}, 1), spec(1),
+       "ERROR: cannot confine GPUs"},
+      {"old slurm, cap never rendered", "chrysalis", srun(20, 2), place({"c1"}, {{0}}),
+       spec(1, 1, 500),
+       "srun --mpi=pmi2 -l --nodes=1 --nodelist=c1 --ntasks=1 --cpus-per-task=1 "
+       "--cpu-bind=mask_cpu:0x1 ./a.out x"},
+      {"old slurm, no placement", "chrysalis", srun(20, 2), std::nullopt, spec(64),
+       "srun --mpi=pmi2 -l --cpu-bind=cores --distribution=plane --ntasks=64 --cpus-per-task=1 "
+       "./a.out x"},
+      // --- PBS/PALS.
+      {"pals, one host, explicit none", "polaris", pals(), place({"x1"}, {{1, 2, 3, 4}}),
+       spec(2, 2),
+       "mpiexec --label -n 2 --ppn 2 --hosts x1 --depth 2 --cpu-bind list:1,2:3,4 --env "
+       "CUDA_VISIBLE_DEVICES= ./a.out x"},
+      {"pals, two hosts spread, tiles", "aurora", pals(),
+       place({"h1", "h2"}, {{1, 2, 3, 4}, {1, 2, 3, 4}}, 2, {"0.0", "0.1"}), spec(4, 2),
+       "mpiexec --label -n 4 --ppn 2 --hosts h1,h2 --depth 2 --cpu-bind list:1,2:3,4 --env "
+       "ZE_AFFINITY_MASK=0.0,0.1 ./a.out x"},
+      {"pals, different cores refused", "aurora", pals(),
+       place({"h1", "h2"}, {{1, 2}, {3, 4}}), spec(2), "ERROR: one node's core list"},
+      {"pals, GPUs without ids refused", "aurora", pals(), place({"h1"}, {{1}}, 1), spec(1),
+       "ERROR: must name their device ids"},
+      {"pals, no placement packs hosts", "aurora", pals(), std::nullopt, spec(204, 1),
+       "mpiexec --label -n 204 --ppn 102 --depth 1 ./a.out x"},
+      {"pals, cap never rendered", "polaris", pals(), std::nullopt, spec(4, 1, 100),
+       "mpiexec --label -n 4 --ppn 4 --depth 1 ./a.out x"},
+      // --- local.
+      {"local, no placement", "generic", local(), std::nullopt, spec(1), "./a.out x"},
+      {"local, placement", "generic", local(), place({"me"}, {{2, 3}}), spec(1, 2), "./a.out x"},
+      {"local, two nodes refused", "generic", local(), place({"a", "b"}, {{0}, {0}}), spec(1),
+       "ERROR: this node only"},
+  };
+  for (const auto& c : cases) {
+    auto r = render(machine(c.machine), c.launcher, c.placement, c.spec);
+    std::string got = argv_of(r);
+    std::string want = c.want;
+    if (want.rfind("ERROR: ", 0) == 0) {
+      EXPECT_FALSE(r.ok()) << c.name << ": " << got;
+      if (!r.ok()) {
+        EXPECT_NE(got.find(want.substr(7)), std::string::npos) << c.name << ": " << got;
+      }
+    } else {
+      EXPECT_EQ(got, want) << c.name;
+    }
+  }
+}
+
+TEST(Render, ReportsMechanismAndCapState) {
+  struct Case {
+    Launcher l;
+    const char* machine;
+    std::optional<Placement> p;
+    MemoryCap cap;
+    Mechanism mech;
+    CapState state;
+  } cases[] = {
+      {srun(22, 5), "pm-cpu", place({"a"}, {{0}}), 100, Mechanism::kSchedulerEnforced,
+       CapState::kEnforced},
+      {srun(20, 2), "chrysalis", place({"a"}, {{0}}), 100, Mechanism::kCpuBinding,
+       CapState::kNotEnforced},
+      {pals(), "aurora", place({"a"}, {{1}}), 100, Mechanism::kCpuBinding, CapState::kNotEnforced},
+      {local(), "generic", place({"a"}, {{0}}), std::nullopt, Mechanism::kCpuBinding,
+       CapState::kAbsent},
+      {srun(22, 5), "pm-cpu", std::nullopt, std::nullopt, Mechanism::kNone, CapState::kAbsent},
+  };
+  for (const auto& c : cases) {
+    auto r = render(machine(c.machine), c.l, c.p, spec(1, 1, c.cap));
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->mechanism, c.mech) << c.machine;
+    EXPECT_EQ(r->memory_cap, c.state) << c.machine;
+  }
+}
+
+TEST(Render, DroppedOptionsAreNoted) {
+  auto r = render(machine("pm-gpu"), srun(25, 11), place({"g"}, {{0}}), spec(1));
+  ASSERT_TRUE(r.ok());
+  bool noted = false;
+  for (const auto& n : r->notes) noted |= n.find("gpu_bind=none") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(Render, LocalBindsAndSetsVisibilityExplicitly) {
+  auto r = render(machine("generic"), local(), place({"me"}, {{4, 6}}), spec(1));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->bind_cpus, (std::vector<int>{4, 6}));
+  ASSERT_EQ(r->env.size(), 1u);
+  EXPECT_EQ(r->env[0].first, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(r->env[0].second, "");
+  EXPECT_EQ(shell_line(*r), "CUDA_VISIBLE_DEVICES='' taskset --cpu-list 4,6 ./a.out x");
+  auto g = render(machine("generic"), local(), place({"me"}, {{0}}, 2, {"0", "1"}), spec(1));
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->env[0].second, "0,1");
+}
+
+TEST(Render, UnknownVersionRefusesPlacementButNotPlainCommand) {
+  Launcher l;
+  l.kind = topo::LauncherKind::kSrun;
+  l.version_text = "srun: not found";
+  auto r = render(machine("pm-cpu"), l, place({"a"}, {{0}}), spec(1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Errc::kRefused);
+  EXPECT_NE(r.error().message().find("version is unknown"), std::string::npos);
+  EXPECT_TRUE(render(machine("pm-cpu"), l, std::nullopt, spec(1)).ok());
+}
+
+TEST(Render, EveryShippedMachineRendersPlacedAndUnplaced) {
+  auto catalog = topo::Catalog::built_in();
+  ASSERT_TRUE(catalog.ok());
+  for (const auto& m : catalog->machines()) {
+    Launcher l = m.launcher == topo::LauncherKind::kSrun          ? srun(25, 11)
+                 : m.launcher == topo::LauncherKind::kPalsMpiexec ? pals()
+                                                                  : local();
+    auto plain = render(m, l, std::nullopt, spec(1));
+    EXPECT_TRUE(plain.ok()) << m.name << ": " << plain.error().message();
+    auto placed = render(m, l, place({"n1"}, {{1, 2}}), spec(1, 2));
+    EXPECT_TRUE(placed.ok()) << m.name << ": " << placed.error().message();
+    if (placed.ok()) EXPECT_NE(placed->mechanism, Mechanism::kNone) << m.name;
+  }
+}
+
+TEST(Launcher, ParsesSlurmVersions) {
+  EXPECT_EQ(parse_slurm_version("slurm 22.05.8\n")->minor, 5);
+  EXPECT_EQ(parse_slurm_version("slurm-wlm 20.02.7")->major, 20);
+  EXPECT_FALSE(parse_slurm_version("srun: command not found").has_value());
+  EXPECT_FALSE(parse_slurm_version("").has_value());
+  EXPECT_TRUE(parse_version_flag("20.11").ok());
+  EXPECT_FALSE(parse_version_flag("twenty").ok());
+}
+
+class FakeProbe : public VersionProbe {
+ public:
+  explicit FakeProbe(Result<std::string> out) : out_(std::move(out)) {}
+  Result<std::string> run(const std::vector<std::string>& argv) override {
+    seen.push_back(str::join(argv, " "));
+    return out_;
+  }
+  std::vector<std::string> seen;
+
+ private:
+  Result<std::string> out_;
+};
+
+TEST(Launcher, DetectsFromWhatTheLauncherPrints) {
+  FakeProbe old_slurm(std::string("slurm 20.02.7\n"));
+  Launcher l = detect_launcher(topo::LauncherKind::kSrun, old_slurm);
+  EXPECT_EQ(old_slurm.seen, std::vector<std::string>{"srun --version"});
+  EXPECT_EQ(placement_support(l), Mechanism::kCpuBinding);
+  EXPECT_EQ(memory_cap_support(l), CapSupport::kNone);
+
+  FakeProbe new_slurm(std::string("slurm 22.05.8\n"));
+  l = detect_launcher(topo::LauncherKind::kSrun, new_slurm);
+  EXPECT_EQ(placement_support(l), Mechanism::kSchedulerEnforced);
+  EXPECT_EQ(memory_cap_support(l), CapSupport::kEnforced);
+
+  FakeProbe missing(fail(Errc::kNotFound, "srun: No such file or directory"));
+  l = detect_launcher(topo::LauncherKind::kSrun, missing);
+  EXPECT_EQ(placement_support(l), Mechanism::kNone);
+  EXPECT_NE(placement_refusal(l).find("No such file"), std::string::npos);
+
+  FakeProbe openmpi(std::string("mpiexec (OpenRTE) 4.1.4\n"));
+  l = detect_launcher(topo::LauncherKind::kPalsMpiexec, openmpi);
+  EXPECT_EQ(placement_support(l), Mechanism::kNone);
+  FakeProbe pals_out(std::string("mpiexec version 1.2.12 (PALS)\n"));
+  l = detect_launcher(topo::LauncherKind::kPalsMpiexec, pals_out);
+  EXPECT_EQ(placement_support(l), Mechanism::kCpuBinding);
+}
+
+TEST(Placement, ValidateNamesTheProblem) {
+  EXPECT_FALSE(place({}, {}).validate().ok());
+  EXPECT_FALSE(place({"a"}, {{1, 0}}).validate().ok());
+  EXPECT_FALSE(place({"a", "a"}, {{0}, {0}}).validate().ok());
+  EXPECT_FALSE(place({"a"}, {{}}).validate().ok());
+  EXPECT_FALSE(place({"a"}, {{0}}, 2, {"0"}).validate().ok());
+  EXPECT_TRUE(place({"a", "b"}, {{0, 1}, {0, 1}}, 2, {"0", "1"}).validate().ok());
+}
+
+TEST(Placement, IdsFormatAndParse) {
+  EXPECT_EQ(format_ids({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
+  auto ids = parse_ids("1-3,7", "--cores");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int>{1, 2, 3, 7}));
+  EXPECT_FALSE(parse_ids("3-1", "--cores").ok());
+  EXPECT_FALSE(parse_ids("x", "--cores").ok());
+  EXPECT_FALSE(parse_ids("", "--cores").ok());
+  EXPECT_FALSE(parse_ids("99999999", "--cores").ok());
+}
+
+}  // namespace
+}  // namespace berth::place
