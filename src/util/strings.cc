@@ -66,7 +66,8 @@ Result<uint64_t> parse_uint(std::string_view s, uint64_t max) {
                               printable(s.substr(i, 1)), i + 1));
     }
     uint64_t d = static_cast<uint64_t>(c - '0');
-    if (v > (max - d) / 10) {
+    // d > max first: max - d would wrap for a small max.
+    if (d > max || v > (max - d) / 10) {
       return fail(Errc::kInvalidInput,
                   fmt::format("number '{}' is larger than {}", printable(s), max));
     }

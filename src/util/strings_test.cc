@@ -37,6 +37,7 @@ TEST(Strings, ParseUintTable) {
       {"", 10, false, 0},          {"-1", 10, false, 0},   {"+1", 10, false, 0},
       {"1a", 100, false, 0},       {" 1", 100, false, 0},  {"18446744073709551615", UINT64_MAX, true, UINT64_MAX},
       {"18446744073709551616", UINT64_MAX, false, 0},
+      {"6", 5, false, 0},          {"5", 5, true, 5},      {"10", 9, false, 0},
   };
   for (const auto& c : cases) {
     auto r = parse_uint(c.in, c.max);
