@@ -15,6 +15,9 @@ namespace {
 const berth::cli::Command kCommands[] = {
     {"alloc", "Discover the allocation: which nodes, how many slots, who owns it",
      berth::cli::setup_alloc},
+    {"machine", "Describe this machine and node: cores, GPUs, memory, launcher, support",
+     berth::cli::setup_machine},
+    {"place", "Render (or run) a launch confined to a placement", berth::cli::setup_place},
 };
 
 }  // namespace

@@ -44,8 +44,10 @@ Result<void> Placement::validate() const {
                   fmt::format("placement: {} GPU id(s) given for a total of {}", gpu_ids.size(),
                               gpus));
     }
+    // GPU ids are node-local, so two nodes' ids may repeat ("0,1,0,1"); on one node
+    // an id named twice would be one GPU counted as two.
     std::set<std::string> ids(gpu_ids.begin(), gpu_ids.end());
-    if (ids.size() != gpu_ids.size()) {
+    if (nodes.size() == 1 && ids.size() != gpu_ids.size()) {
       return fail(Errc::kInvalidInput, "placement: a GPU id is named twice");
     }
   }

@@ -32,7 +32,8 @@ struct Placement {
 
   // Checks the shape: at least one node; one non-empty core set per node, each
   // ascending with no repeats and no negative id; no node named twice; gpus >= 0;
-  // gpu_ids empty or exactly `gpus` distinct ids. Errors say which node or field.
+  // gpu_ids empty or exactly `gpus` ids (distinct on a one-node placement; ids are
+  // node-local, so several nodes may repeat them). Errors say which node or field.
   Result<void> validate() const;
 };
 

@@ -281,6 +281,9 @@ TEST(Placement, ValidateNamesTheProblem) {
   EXPECT_FALSE(place({"a"}, {{}}).validate().ok());
   EXPECT_FALSE(place({"a"}, {{0}}, 2, {"0"}).validate().ok());
   EXPECT_TRUE(place({"a", "b"}, {{0, 1}, {0, 1}}, 2, {"0", "1"}).validate().ok());
+  EXPECT_FALSE(place({"a"}, {{0}}, 2, {"0", "0"}).validate().ok());
+  // Node-local ids repeat across nodes (a pool grant of GPUs on two nodes).
+  EXPECT_TRUE(place({"a", "b"}, {{0}, {0}}, 4, {"0", "1", "0", "1"}).validate().ok());
 }
 
 TEST(Placement, IdsFormatAndParse) {
