@@ -18,5 +18,6 @@ struct Command {
 std::function<int()> setup_alloc(CLI::App& app);
 std::function<int()> setup_machine(CLI::App& app);
 std::function<int()> setup_place(CLI::App& app);
+std::function<int()> setup_launch(CLI::App& app);
 
 }  // namespace berth::cli

@@ -18,6 +18,8 @@ const berth::cli::Command kCommands[] = {
     {"machine", "Describe this machine and node: cores, GPUs, memory, launcher, support",
      berth::cli::setup_machine},
     {"place", "Render (or run) a launch confined to a placement", berth::cli::setup_place},
+    {"launch", "Run ranks of one or more apps on this node: bound, supervised, forwarded",
+     berth::cli::setup_launch},
 };
 
 }  // namespace

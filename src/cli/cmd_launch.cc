@@ -1,0 +1,269 @@
+// berth launch: run ranks of one or more apps on this node (spec 03).
+//
+//   berth launch [job options] -n 2 ./a : -n 2 ./b
+//
+// Options before the first command are the job's (-n, --cpu-set and --wdir there
+// belong to the first app); each ':' starts another app, with its own -n, --cpu-set,
+// --wdir and environment directives before its command. Directives apply in the
+// order given, the job's before the app's.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/exit.h"
+#include "cli/local_host.h"
+#include "launch/job.h"
+#include "place/placement.h"
+#include "topo/cores.h"
+#include "topo/describe.h"
+#include "util/strings.h"
+
+namespace berth::cli {
+namespace {
+
+struct Flags {
+  int ranks = 1;
+  std::string cpu_set;
+  std::string wdir;
+  std::string bind_to = "core";
+  bool report_bindings = false;
+  std::string output = "plain";
+  std::string output_dir;
+  std::string stdin_mode = "0";
+  double timeout_s = 0;
+  int grace_ms = static_cast<int>(launch::kDefaultGrace.count());
+  bool keep_going = false;
+  std::string exec_agent;
+  std::string sysfs_root;
+  std::string affinity;
+  std::vector<std::string> set_env, add_env, unset_env, prepend_env, append_env, exports;
+};
+
+// Reads directive flags in the order they were given (order is the contract).
+Result<std::vector<launch::EnvDirective>> ordered_directives(CLI::App& app) {
+  std::vector<launch::EnvDirective> out;
+  std::map<CLI::Option*, size_t> used;
+  for (CLI::Option* o : app.parse_order()) {
+    const std::string name = o->get_name();
+    auto& k = used[o];
+    const auto& res = o->results();
+    // CLI11 lists a two-word option in the parse order once per word: the pair is
+    // read at its first mention, and a mention with nothing left is skipped.
+    if (k >= res.size()) continue;
+    auto one = [&]() -> std::string { return k < res.size() ? res[k++] : std::string(); };
+    Result<launch::EnvDirective> d = fail(Errc::kInternal, "");
+    if (name == "--set-env") {
+      d = launch::parse_set_env(one());
+    } else if (name == "--add-env") {
+      d = launch::parse_add_env(one());
+    } else if (name == "--unset-env") {
+      d = launch::parse_unset_env(one());
+    } else if (name == "-x") {
+      d = launch::parse_export(one());
+    } else if (name == "--prepend-env" || name == "--append-env") {
+      std::string a = one();
+      std::string b = one();
+      d = name == "--prepend-env" ? launch::parse_prepend_env(a, b)
+                                  : launch::parse_append_env(a, b);
+    } else {
+      continue;
+    }
+    if (!d.ok()) return d.error();
+    out.push_back(std::move(*d));
+  }
+  return out;
+}
+
+// One app after a ':' — its options, then its command.
+Result<launch::AppSpec> parse_app_segment(const std::vector<std::string>& words, size_t index) {
+  launch::AppSpec app;
+  size_t i = 0;
+  auto need = [&](size_t n) -> Result<void> {
+    if (i + n >= words.size()) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("app {}: {} needs {} argument(s)", index, words[i], n));
+    }
+    return Ok{};
+  };
+  for (; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.empty() || w[0] != '-') break;
+    Result<launch::EnvDirective> d = fail(Errc::kInternal, "");
+    if (w == "-n" || w == "--np" || w == "--ntasks") {
+      BERTH_CHECK(need(1));
+      auto n = str::parse_uint(words[++i], 1'000'000);
+      if (!n.ok()) return n.error().with_context(fmt::format("app {}: -n", index));
+      app.ranks = static_cast<int>(*n);
+      continue;
+    } else if (w == "--cpu-set") {
+      BERTH_CHECK(need(1));
+      BERTH_TRY(auto ids, place::parse_ids(words[++i], "--cpu-set"));
+      app.cpu_set = ids;
+      continue;
+    } else if (w == "--wdir") {
+      BERTH_CHECK(need(1));
+      app.cwd = words[++i];
+      continue;
+    } else if (w == "--set-env") {
+      BERTH_CHECK(need(1));
+      d = launch::parse_set_env(words[++i]);
+    } else if (w == "--add-env") {
+      BERTH_CHECK(need(1));
+      d = launch::parse_add_env(words[++i]);
+    } else if (w == "--unset-env") {
+      BERTH_CHECK(need(1));
+      d = launch::parse_unset_env(words[++i]);
+    } else if (w == "-x") {
+      BERTH_CHECK(need(1));
+      d = launch::parse_export(words[++i]);
+    } else if (w == "--prepend-env" || w == "--append-env") {
+      BERTH_CHECK(need(2));
+      std::string a = words[++i];
+      std::string b = words[++i];
+      d = w == "--prepend-env" ? launch::parse_prepend_env(a, b) : launch::parse_append_env(a, b);
+    } else {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("app {}: '{}' is not an app option (-n, --cpu-set, --wdir, "
+                              "--set-env, --add-env, --unset-env, --prepend-env, --append-env, -x)",
+                              index, str::printable(w)));
+    }
+    if (!d.ok()) return d.error().with_context(fmt::format("app {}", index));
+    app.env.push_back(std::move(*d));
+  }
+  app.argv.assign(words.begin() + static_cast<std::ptrdiff_t>(i), words.end());
+  if (app.argv.empty()) return fail(Errc::kInvalidInput, fmt::format("app {} has no command", index));
+  return app;
+}
+
+int run_launch(CLI::App& app, const Flags& f) {
+  // 1. The apps: the first from the flags, the rest from ':' segments.
+  std::vector<std::string> rest = app.remaining();
+  std::vector<std::vector<std::string>> segments(1);
+  for (const auto& w : rest) {
+    if (w == ":") {
+      segments.emplace_back();
+    } else {
+      segments.back().push_back(w);
+    }
+  }
+  launch::JobSpec spec;
+  auto job_env = ordered_directives(app);
+  if (!job_env.ok()) return report(job_env.error());
+  spec.env = std::move(*job_env);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    if (i == 0) {
+      launch::AppSpec first;
+      first.argv = segments[0];
+      first.ranks = f.ranks;
+      first.cwd = f.wdir;
+      if (!f.cpu_set.empty()) {
+        auto ids = place::parse_ids(f.cpu_set, "--cpu-set");
+        if (!ids.ok()) return report(ids.error());
+        first.cpu_set = *ids;
+      }
+      if (first.argv.empty()) return report(Error(Errc::kInvalidInput, "no command to launch"));
+      spec.apps.push_back(std::move(first));
+    } else {
+      auto a = parse_app_segment(segments[i], i);
+      if (!a.ok()) return report(a.error());
+      spec.apps.push_back(std::move(*a));
+    }
+  }
+
+  // 2. This node's CPUs: one id per physical core, and every hardware thread.
+  std::optional<std::vector<int>> affinity;
+  if (!f.affinity.empty()) {
+    auto ids = place::parse_ids(f.affinity, "--affinity");
+    if (!ids.ok()) return report(ids.error());
+    affinity = *ids;
+  }
+  auto reader = topo::make_cpu_reader(f.sysfs_root.empty() ? "/" : f.sysfs_root, affinity);
+  auto reading = reader->read();
+  if (!reading.ok()) return report(reading.error());
+  topo::CoreSelection cores = topo::select_cores(*reading, std::nullopt);
+  spec.usable_cores = cores.usable_core_ids;
+  spec.hwthreads = reading->allowed;
+
+  // 3. The rest of the job.
+  spec.bind = f.bind_to == "none"       ? launch::BindTo::kNone
+              : f.bind_to == "hwthread" ? launch::BindTo::kHwthread
+                                        : launch::BindTo::kCore;
+  spec.report_bindings = f.report_bindings;
+  spec.output = f.output == "tag"            ? launch::OutputMode::kTag
+                : f.output == "tag-detailed" ? launch::OutputMode::kTagDetailed
+                : f.output == "timestamp"    ? launch::OutputMode::kTimestamp
+                : f.output == "xml"          ? launch::OutputMode::kXml
+                                             : launch::OutputMode::kPlain;
+  spec.output_dir = f.output_dir;
+  spec.stdin_mode = f.stdin_mode == "all"    ? launch::StdinMode::kAll
+                    : f.stdin_mode == "none" ? launch::StdinMode::kNone
+                                             : launch::StdinMode::kRank0;
+  if (f.timeout_s < 0) return report(Error(Errc::kInvalidInput, "--timeout must not be negative"));
+  if (f.timeout_s > 0) {
+    spec.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000));
+  }
+  if (f.grace_ms < 0) return report(Error(Errc::kInvalidInput, "--grace must not be negative"));
+  spec.grace = std::chrono::milliseconds(f.grace_ms);
+  spec.keep_going = f.keep_going;
+  for (auto w : str::split_ws(f.exec_agent)) spec.exec_agent.emplace_back(w);
+  spec.job_id = std::to_string(::getpid());
+  alloc::LocalHost here = local_host();
+  spec.node = here.hostname.substr(0, here.hostname.find('.'));
+
+  // 4. Run, forwarding output to berth's own streams; say how it ended.
+  launch::OutputSinks sinks;
+  sinks.out = [](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); };
+  sinks.err = [](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stderr); std::fflush(stderr); };
+  auto outcome = launch::run_job(spec, Env::from_process(), launch::Spawner::real(), sinks);
+  if (!outcome.ok()) return report(outcome.error());
+  for (const auto& m : outcome->messages) std::fprintf(stderr, "berth: %s\n", m.c_str());
+  return outcome->exit_code;
+}
+
+}  // namespace
+
+std::function<int()> setup_launch(CLI::App& app) {
+  auto f = std::make_shared<Flags>();
+  app.add_option("-n,--np", f->ranks, "Ranks of the (first) app")->capture_default_str();
+  app.add_option("--cpu-set", f->cpu_set, "Bind the (first) app within these CPU ids");
+  app.add_option("--wdir", f->wdir, "Working directory of the (first) app");
+  // Each directive flag takes its own argument(s) per occurrence and may repeat;
+  // ordered_directives() reads them back in command-line order.
+  auto repeatable = [](CLI::Option* o, int words) {
+    o->type_size(words)->expected(1)->allow_extra_args(false)->multi_option_policy(
+        CLI::MultiOptionPolicy::TakeAll);
+  };
+  repeatable(app.add_option("--set-env", f->set_env, "N=V: set N"), 1);
+  repeatable(app.add_option("--add-env", f->add_env, "N=V: set N only if unset"), 1);
+  repeatable(app.add_option("--unset-env", f->unset_env, "N (or PREFIX*): remove"), 1);
+  repeatable(app.add_option("--prepend-env", f->prepend_env, "'N[sep]' V: prepend V to N"), 2);
+  repeatable(app.add_option("--append-env", f->append_env, "'N[sep]' V: append V to N"), 2);
+  repeatable(app.add_option("-x", f->exports, "N, N=V or PREFIX*: export to the ranks"), 1);
+  app.add_option("--bind-to", f->bind_to, "Bind each rank to a core, a hardware thread, or none")
+      ->check(CLI::IsMember({"core", "hwthread", "none"}))
+      ->capture_default_str();
+  app.add_flag("--report-bindings", f->report_bindings, "Print each rank's binding on stderr");
+  app.add_option("--output", f->output, "Output: plain, tag, tag-detailed, timestamp, xml")
+      ->check(CLI::IsMember({"plain", "tag", "tag-detailed", "timestamp", "xml"}))
+      ->capture_default_str();
+  app.add_option("--output-dir", f->output_dir, "Write DIR/rank.N/stdout and stderr instead");
+  app.add_option("--stdin", f->stdin_mode, "Who reads berth's stdin: 0 (rank 0), all, none")
+      ->check(CLI::IsMember({"0", "all", "none"}))
+      ->capture_default_str();
+  app.add_option("--timeout", f->timeout_s, "End the job after this many seconds");
+  app.add_option("--grace", f->grace_ms, "Milliseconds between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  app.add_flag("--keep-going", f->keep_going, "Do not abort the job on the first failure");
+  app.add_option("--exec-agent", f->exec_agent, "Wrap every rank's exec: 'CMD ARGS'");
+  app.add_option("--sysfs-root", f->sysfs_root, "Read the node's CPUs under DIR");
+  app.add_option("--affinity", f->affinity, "Stand-in for berth's CPU affinity");
+  app.prefix_command();
+  CLI::App* self = &app;
+  return [f, self] { return run_launch(*self, *f); };
+}
+
+}  // namespace berth::cli

@@ -1,0 +1,38 @@
+#include "launch/escalation.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+namespace berth::launch {
+
+std::vector<EscalationStep> escalation_table(std::chrono::milliseconds grace) {
+  // A negative grace would mean "SIGKILL before SIGTERM had a chance"; the caller
+  // meant none.
+  if (grace.count() < 0) grace = std::chrono::milliseconds(0);
+  // SIGCONT first: a stopped process (Ctrl-Z, a debugger, SIGSTOP from a batch system)
+  // keeps SIGTERM pending and would sit out the whole grace period; SIGTERM right
+  // after it, so a well-behaved rank can clean up; SIGKILL once the grace is spent.
+  return {
+      {SIGCONT, std::chrono::milliseconds(0)},
+      {SIGTERM, std::chrono::milliseconds(0)},
+      {SIGKILL, grace},
+  };
+}
+
+bool signal_group(int pgid, int sig) {
+  // Seed 002: never hand a pid <= 0 to kill. kill(0) and kill(-0) signal the caller's
+  // own group (berth itself, its other ranks and the shell's job), and kill(-1) every
+  // process the user may signal. A rank's pgid is 0 before its fork and after it is
+  // reaped, so such values do arrive here in ordinary runs; this is the last layer
+  // that stops them, and it stops them before any syscall.
+  if (pgid <= 0) return false;
+  // A rank always has a group of its own (setpgid in the child). A pgid equal to ours
+  // would be a bookkeeping bug, and honouring it would kill berth with its ranks.
+  if (pgid == getpgrp()) return false;
+  if (kill(-pgid, sig) == 0) return true;
+  // ESRCH: the group is gone, which is the outcome escalation wants. Anything else
+  // (EPERM, EINVAL) also means nothing was signalled; the caller needs only that.
+  return false;
+}
+
+}  // namespace berth::launch

@@ -1,0 +1,181 @@
+#include "launch/job.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+
+namespace berth::launch {
+namespace {
+
+int open_fds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n;
+}
+
+struct Captured {
+  std::string out, err;
+  OutputSinks sinks() {
+    return OutputSinks{[this](std::string_view s) { out.append(s); },
+                       [this](std::string_view s) { err.append(s); }};
+  }
+};
+
+JobSpec job(std::vector<std::string> argv, int ranks) {
+  JobSpec s;
+  AppSpec a;
+  a.argv = std::move(argv);
+  a.ranks = ranks;
+  s.apps.push_back(a);
+  s.bind = BindTo::kNone;
+  s.node = "testnode";
+  s.stdin_mode = StdinMode::kNone;
+  return s;
+}
+
+Env path_env() {
+  Env e;
+  e.set("PATH", "/usr/bin:/bin");
+  return e;
+}
+
+TEST(Job, ThousandRunsOfEightNeverLoseAChildOrLeak) {
+  int before = open_fds();
+  for (int i = 0; i < 1000; ++i) {
+    Captured c;
+    auto r = run_job(job({"/bin/true"}, 8), path_env(), Spawner::real(), c.sinks());
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    ASSERT_EQ(r->exit_code, 0) << i;
+    ASSERT_EQ(r->ranks.size(), 8u);
+    for (const auto& rank : r->ranks) {
+      ASSERT_TRUE(rank.started) << i;
+      ASSERT_TRUE(rank.status.has_value()) << "run " << i << " lost rank " << rank.rank;
+      ASSERT_TRUE(rank.status->ok());
+    }
+  }
+  EXPECT_EQ(open_fds(), before) << "descriptors leaked";
+  // Every child was reaped: there is nothing left to wait for.
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(Job, FirstFailureDecidesAndIsReported) {
+  Captured c;
+  JobSpec s = job({"/bin/sh", "-c", "exit 3"}, 1);
+  AppSpec sleeper;
+  sleeper.argv = {"/bin/sleep", "30"};
+  s.apps.insert(s.apps.begin(), sleeper);
+  s.grace = std::chrono::milliseconds(100);
+  auto start = std::chrono::steady_clock::now();
+  auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_FALSE(r->messages.empty());
+  EXPECT_NE(r->messages[0].find("rank 1 (/bin/sh) on testnode exited with status 3"),
+            std::string::npos)
+      << r->messages[0];
+  ASSERT_TRUE(r->ranks[0].status.has_value());
+  EXPECT_EQ(r->ranks[0].status->exit_code(), 143);  // the sleeper, ended by SIGTERM
+}
+
+TEST(Job, KeepGoingLetsOthersFinish) {
+  Captured c;
+  JobSpec s = job({"/bin/sh", "-c", "exit 2"}, 1);
+  AppSpec ok;
+  ok.argv = {"/bin/sh", "-c", "sleep 0.2; echo done"};
+  s.apps.push_back(ok);
+  s.keep_going = true;
+  auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_EQ(c.out, "done\n");
+}
+
+TEST(Job, TimeoutEndsTheJobWith124) {
+  Captured c;
+  JobSpec s = job({"/bin/sleep", "30"}, 2);
+  s.timeout = std::chrono::milliseconds(200);
+  s.grace = std::chrono::milliseconds(100);
+  auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 124);
+}
+
+TEST(Job, SpawnFailureIsRenderedAndExits127) {
+  Captured c;
+  auto r = run_job(job({"no-such-berth-program"}, 2), path_env(), Spawner::real(), c.sinks());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 127);
+  ASSERT_FALSE(r->messages.empty());
+  EXPECT_NE(r->messages[0].find("no-such-berth-program"), std::string::npos);
+  EXPECT_FALSE(r->ranks[1].started);  // never started after the abort
+}
+
+TEST(Job, TrailingPartialLineIsFlushedAndTagged) {
+  Captured c;
+  JobSpec s = job({"/usr/bin/printf", "a\\nb"}, 1);
+  s.output = OutputMode::kTag;
+  s.job_id = "7";
+  auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(c.out, "[7,0]<stdout>: a\n[7,0]<stdout>: b\n");
+}
+
+TEST(Job, BindingsTakeOneCorePerRankAcrossApps) {
+  JobSpec s = job({"a"}, 2);
+  s.bind = BindTo::kCore;
+  s.usable_cores = {1, 3, 5, 7};
+  AppSpec b;
+  b.argv = {"b"};
+  b.ranks = 2;
+  s.apps.push_back(b);
+  auto r = compute_bindings(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (std::vector<std::vector<int>>{{1}, {3}, {5}, {7}}));
+  s.apps[1].ranks = 3;
+  auto over = compute_bindings(s);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.error().message().find("bind-to none"), std::string::npos);
+  s.apps[1].cpu_set = std::vector<int>{8, 9, 10};
+  r = compute_bindings(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[4], std::vector<int>{10});
+  s.bind = BindTo::kNone;
+  r = compute_bindings(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)[0].empty());
+  EXPECT_EQ((*r)[2], (std::vector<int>{8, 9, 10}));
+}
+
+TEST(Job, PrefixesAndXml) {
+  JobSpec s;
+  s.job_id = "12";
+  s.node = "n1";
+  s.output = OutputMode::kTag;
+  EXPECT_EQ(line_prefix(s, 3, 99, false), "[12,3]<stdout>: ");
+  s.output = OutputMode::kTagDetailed;
+  EXPECT_EQ(line_prefix(s, 3, 99, true), "[12,3][n1:99]<stderr>: ");
+  EXPECT_EQ(xml_line(1, false, "a<b&\"c\n"), "<stdout rank=\"1\">a&lt;b&amp;&quot;c</stdout>\n");
+}
+
+TEST(Job, MalformedJobsAreRefusedBeforeAnythingStarts) {
+  Captured c;
+  JobSpec empty;
+  EXPECT_FALSE(run_job(empty, path_env(), Spawner::real(), c.sinks()).ok());
+  JobSpec zero = job({"/bin/true"}, 0);
+  EXPECT_FALSE(run_job(zero, path_env(), Spawner::real(), c.sinks()).ok());
+  JobSpec missing = job({"/bin/true"}, 1);
+  missing.env.push_back(EnvDirective{EnvDirective::kExport, "BERTH_SURELY_UNSET_VAR", "", "", false});
+  auto r = run_job(missing, path_env(), Spawner::real(), c.sinks());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("BERTH_SURELY_UNSET_VAR"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace berth::launch
