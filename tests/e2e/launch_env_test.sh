@@ -25,6 +25,17 @@ expect_eq "rank variables" "$(printf '%s\n' "$OUT" | sort | tr '\n' ' ')" "0/3/0
 run launch -n 1 --cpu-set 0 sh -c 'echo $BERTH_CPUS'
 expect_eq "cpu list told" "$OUT" 0
 
+# --exec-agent wraps every rank's exec.
+run launch -n 1 --exec-agent 'env BERTH_AGENT=yes' sh -c 'echo $BERTH_AGENT'
+expect_eq "exec agent wraps the exec" "$OUT" yes
+# --report-bindings prints each rank's binding.
+run launch -n 1 --cpu-set 0 --report-bindings true
+expect_contains "report-bindings" "$ERR" "bound to cpus 0"
+# A descriptor limit too low for the job is refused, naming the limit.
+OUT=$( (ulimit -n 64; "$BERTH" launch --bind-to none -n 100 true) 2>&1 || echo "rc=$?")
+expect_contains "fd limit named" "$OUT" "RLIMIT_NOFILE"
+expect_contains "fd limit: exit 2" "$OUT" "rc=2"
+
 # Malformed directives: refused with exit 2 before anything starts.
 for bad in "--set-env NOVALUE" "--prepend-env PATH x" "--unset-env 1BAD" "-x MISSING_BERTH_VAR_ZZ"; do
   # shellcheck disable=SC2086
