@@ -48,6 +48,7 @@ struct Rank {
   std::vector<int> cpus;
   Stream out, err;
   int stdin_w = -1;  // --stdin all: berth writes what it reads into this
+  int pidfd = -1;    // readable when the rank exits; -1 where the kernel has none
   bool reaped = false;
   std::string argv0;
 };
@@ -291,7 +292,9 @@ Result<void> Supervisor::start_one(Rank& r, size_t index) {
   }
   r.outcome.pid = spawned->pid;
   r.outcome.started = true;
-  if (spawned->pidfd >= 0) ::close(spawned->pidfd);  // exits come through SIGCHLD
+  // Exits are seen through the pidfd, so that jobs running side by side in one process
+  // never take each other's SIGCHLD; without one, SIGCHLD (or a timed sweep) tells.
+  r.pidfd = spawned->pidfd;
   if (spec_.report_bindings) {
     sinks_.err(fmt::format("[{},{}] {} bound to {} on {}\n", spec_.job_id, r.outcome.rank,
                            str::printable(r.argv0),
@@ -362,6 +365,7 @@ void Supervisor::escalate() {
 }
 
 void Supervisor::handle_signals() {
+  if (sigfd_ < 0) return;
   signalfd_siginfo si{};
   while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
     int sig = static_cast<int>(si.ssi_signo);
@@ -377,6 +381,7 @@ void Supervisor::reap() {
     pid_t got = ::waitpid(r.outcome.pid, &status, WNOHANG);
     if (got != r.outcome.pid) continue;
     r.reaped = true;
+    close_fd(r.pidfd);
     ExitStatus s = decode_wait_status(status);
     r.outcome.status = s;
     if (s.ok()) continue;
@@ -479,8 +484,25 @@ void Supervisor::loop() {
 
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, int>> who;  // rank index, 0 = out, 1 = err, -1 = other
-    fds.push_back({sigfd_, POLLIN, 0});
-    who.emplace_back(0, -1);
+    if (sigfd_ >= 0) {
+      fds.push_back({sigfd_, POLLIN, 0});
+      who.emplace_back(0, -1);
+    }
+    if (spec_.cancel_fd >= 0 && !aborting_) {
+      fds.push_back({spec_.cancel_fd, POLLIN, 0});
+      who.emplace_back(0, -4);
+    }
+    bool sweep = false;  // a live rank without a pidfd and no SIGCHLD to tell of it
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      const Rank& r = ranks_[i];
+      if (r.reaped || !r.outcome.started) continue;
+      if (r.pidfd >= 0) {
+        fds.push_back({r.pidfd, POLLIN, 0});
+        who.emplace_back(i, -3);
+      } else if (sigfd_ < 0) {
+        sweep = true;
+      }
+    }
     if (stdin_open_) {
       fds.push_back({spec_.stdin_fd, POLLIN, 0});
       who.emplace_back(0, -2);
@@ -504,6 +526,7 @@ void Supervisor::loop() {
     if (aborting_ && next_step_ < steps_.size()) consider(next_step_at_);
     if (deadline_ && !aborting_) consider(*deadline_);
     if (drain_until_) consider(*drain_until_);
+    if (sweep) consider(now + std::chrono::milliseconds(50));
     int timeout_ms = -1;
     if (wake) {
       timeout_ms = static_cast<int>(std::max<int64_t>(
@@ -516,6 +539,10 @@ void Supervisor::loop() {
       auto [i, kind] = who[k];
       if (kind == -1) {
         handle_signals();
+      } else if (kind == -3) {
+        // reap() below collects it.
+      } else if (kind == -4) {
+        begin_abort(130, "the job was cancelled");
       } else if (kind == -2) {
         forward_stdin();
       } else {
@@ -541,10 +568,12 @@ Result<JobOutcome> Supervisor::run() {
   sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
   pthread_sigmask(SIG_BLOCK, &mask, &old_mask_);
-  sigfd_ = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (sigfd_ < 0) {
-    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-    return fail(Errc::kIo, fmt::format("signalfd: {}", std::strerror(errno)));
+  if (spec_.own_signals) {
+    sigfd_ = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigfd_ < 0) {
+      pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+      return fail(Errc::kIo, fmt::format("signalfd: {}", std::strerror(errno)));
+    }
   }
   if (spec_.timeout) deadline_ = Clock::now() + *spec_.timeout;
   stdin_open_ = spec_.stdin_mode == StdinMode::kAll;
@@ -557,6 +586,7 @@ Result<JobOutcome> Supervisor::run() {
     close_fd(r.out.fd);
     close_fd(r.err.fd);
     close_fd(r.stdin_w);
+    close_fd(r.pidfd);
   }
   // Signals that arrived for berth itself stay pending in the restored mask only if
   // they were blocked before; otherwise drop them here by not unblocking them twice.

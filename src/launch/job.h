@@ -61,6 +61,12 @@ struct JobSpec {
   std::string job_id = "0";                  // for tags: [job,rank]
   std::string node;                          // this host's name, for tags and messages
   int stdin_fd = 0;                          // berth's stdin
+  // Whether the job takes berth's SIGINT/SIGTERM/SIGHUP itself (a signalfd). An
+  // embedding caller that runs several jobs at once (the pipeline executor) handles
+  // them once and ends its jobs through `cancel_fd` instead: when that descriptor
+  // becomes readable the job is aborted as if berth had been signalled.
+  bool own_signals = true;
+  int cancel_fd = -1;
 };
 
 struct RankOutcome {

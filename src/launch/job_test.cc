@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <thread>
 
 namespace berth::launch {
 namespace {
@@ -175,6 +176,52 @@ TEST(Job, MalformedJobsAreRefusedBeforeAnythingStarts) {
   auto r = run_job(missing, path_env(), Spawner::real(), c.sinks());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("BERTH_SURELY_UNSET_VAR"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace berth::launch
+
+namespace berth::launch {
+namespace {
+
+TEST(Job, JobsSideBySideInThreadsEachSeeTheirOwnExits) {
+  // Two supervisors in one process must not take each other's exits (pidfds, not a
+  // shared SIGCHLD).
+  std::vector<std::thread> threads;
+  std::vector<int> codes(4, -1);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &codes] {
+      Captured c;
+      JobSpec s = job({"/bin/sh", "-c", "sleep 0.1; exit " + std::to_string(t)}, 2);
+      s.own_signals = false;
+      auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+      codes[static_cast<size_t>(t)] = r.ok() ? r->exit_code : -2;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(codes, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(Job, CancelFdAbortsTheJob) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  std::thread canceller([w = p[1]] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    ASSERT_EQ(write(w, "x", 1), 1);
+  });
+  Captured c;
+  JobSpec s = job({"/bin/sleep", "30"}, 2);
+  s.own_signals = false;
+  s.cancel_fd = p[0];
+  s.grace = std::chrono::milliseconds(100);
+  auto start = std::chrono::steady_clock::now();
+  auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+  canceller.join();
+  close(p[0]);
+  close(p[1]);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 130);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace
