@@ -1,0 +1,79 @@
+// FileStore: the file:// backend, an ObjectStore in a directory (spec 05 §2).
+//
+// Safe for any number of processes on any number of hosts sharing the directory (a
+// project's .berth/store, or a Lustre/GPFS/NFS path for N workers): every object and
+// row is written to a hidden temporary file beside its final name, made durable, and
+// published with link() so that exactly one writer wins and a reader never sees a
+// partial file (spec 05 §4). Where hard links are unsupported it falls back to
+// renameat2(RENAME_NOREPLACE), and only where that is unsupported too to the racy
+// check-then-rename.
+//
+// Layout under DIR:
+//   FORMAT                      "berth-store 1\n", written once, checked on open
+//   objects/ab/cdef…            object sha256:abcdef… (0444)
+//   rows/v1/steps/<key>         a row: the path is the row address (0444)
+//   corrupt/<hex>.<token>       copies moved aside when a read found them corrupt
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "store/object_store.h"
+
+namespace berth::store {
+
+class FileStore : public ObjectStore {
+ public:
+  struct Options {
+    // fsync each object before publishing it. Rows are always synced: a row is
+    // write-once and unverifiable, so a torn one would block its address for good;
+    // a torn object is caught by verification and recomputed.
+    bool fsync_objects = true;
+    // false skips link() and publishes with renameat2(RENAME_NOREPLACE), as on a
+    // filesystem without hard links (tests of the fallback).
+    bool use_hard_links = true;
+  };
+
+  // Opens the store in `dir` (an absolute or relative path), creating it when missing.
+  // Fails with kRefused when `dir` holds something that is not a berth store (files
+  // but no FORMAT, or a FORMAT of another version), kIo when it cannot be created.
+  static Result<std::unique_ptr<FileStore>> open(const std::string& dir, Options options);
+  static Result<std::unique_ptr<FileStore>> open(const std::string& dir) {
+    return open(dir, Options{});
+  }
+
+  const std::string& dir() const { return dir_; }
+  // Where object `name` lives (whether or not it exists); `name` must be valid.
+  std::string object_path(std::string_view name) const;
+  // Where the row at `address` lives; `address` must be valid.
+  std::string row_path(std::string_view address) const;
+
+  std::string describe() const override;
+  Result<std::string> put_object(std::string_view bytes) override;
+  Result<std::string> put_object_file(const std::string& path) override;
+  Result<ObjectRead> get_object(std::string_view name) override;
+  Result<ObjectRead> get_object_to_file(std::string_view name,
+                                        const std::string& dest_path) override;
+  // Hard-links when `dest_path` is on the store's filesystem, verifying the linked copy;
+  // copies otherwise.
+  Result<ObjectRead> materialize(std::string_view name, const std::string& dest_path) override;
+  Result<bool> has_object(std::string_view name) override;
+  Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
+  Result<std::optional<std::string>> get_row(std::string_view address) override;
+  Result<std::vector<std::string>> list_rows(std::string_view prefix) override;
+
+ private:
+  FileStore(std::string dir, Options options) : dir_(std::move(dir)), options_(options) {}
+
+  // Moves a copy that failed verification to corrupt/, if `path` is still the inode
+  // that was read (dev, ino), and returns the problem text for ObjectRead.
+  std::string quarantine(std::string_view name, const std::string& path, uint64_t dev, uint64_t ino,
+                         const std::string& actual_hex);
+  // Publishes the temporary file `tmp` as object `name`.
+  Result<void> publish_object(const std::string& tmp, std::string_view name);
+
+  std::string dir_;
+  Options options_;
+};
+
+}  // namespace berth::store

@@ -1,0 +1,45 @@
+// MemoryStore: an ObjectStore held in this process's memory, for unit tests of
+// everything built on the store (the pipeline, leases) without a filesystem.
+//
+// Same contract as every backend (object_store.h), thread-safe behind one mutex, and
+// just as strict: objects are verified on every read and rows are write-once. Tests of
+// verification can plant a corrupt copy with plant_corrupt_object_for_test().
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "store/object_store.h"
+
+namespace berth::store {
+
+class MemoryStore : public ObjectStore {
+ public:
+  MemoryStore() = default;
+
+  // Replaces the stored copy of `name` with `bytes`, bypassing the hash, as a disk
+  // or a bug might. The next read reports it corrupt and drops it.
+  void plant_corrupt_object_for_test(std::string_view name, std::string bytes);
+  // Counts, for tests that check how many writes reached this store.
+  size_t object_count() const;
+  size_t row_count() const;
+
+  std::string describe() const override { return "memory:"; }
+  Result<std::string> put_object(std::string_view bytes) override;
+  Result<std::string> put_object_file(const std::string& path) override;
+  Result<ObjectRead> get_object(std::string_view name) override;
+  Result<ObjectRead> get_object_to_file(std::string_view name,
+                                        const std::string& dest_path) override;
+  Result<bool> has_object(std::string_view name) override;
+  Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
+  Result<std::optional<std::string>> get_row(std::string_view address) override;
+  Result<std::vector<std::string>> list_rows(std::string_view prefix) override;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string, std::less<>> objects_;
+  std::map<std::string, std::string, std::less<>> rows_;
+};
+
+}  // namespace berth::store

@@ -1,0 +1,78 @@
+// POSIX helpers for FileStore: descriptors that close themselves, whole writes,
+// streamed hashing copies, and the write-once publish step (spec 05 §4).
+//
+// Internal to the store library. Every failure names the path and what the operating
+// system said; ENOENT becomes kNotFound, anything else kIo.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "util/result.h"
+#include "util/sha256.h"
+
+namespace berth::store::posix {
+
+// An owned file descriptor; closed on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// fail(kNotFound or kIo, "<path>: cannot <what>: <strerror>").
+Failure os_error(const std::string& path, std::string_view what, int err);
+
+// mkdir -p, mode 0755; an existing directory is fine.
+Result<void> make_dirs(const std::string& path);
+
+// "<pid>.<random>.<n>": unique per call, across processes and hosts (the random part is
+// drawn once per process), for temporary and quarantine names.
+std::string unique_suffix();
+
+// Creates a new, empty, hidden file ".tmp.<token>.<n>" in `dir` with O_EXCL and
+// `mode` (0444 for stored copies: the mode binds later opens, not this descriptor).
+// The token is random per process, so names do not collide across hosts sharing a
+// filesystem. Sets *path to its path.
+Result<Fd> create_temp(const std::string& dir, unsigned mode, std::string* path);
+
+Result<void> write_all(int fd, const void* data, size_t size, const std::string& path);
+
+// Copies `in` to `out` (when out >= 0) in large chunks, hashing every byte read.
+// Returns the number of bytes copied. Never holds more than one chunk in memory.
+Result<uint64_t> copy_hashing(int in, const std::string& in_path, int out,
+                              const std::string& out_path, Sha256& hash);
+
+Result<void> fsync_fd(int fd, const std::string& path);
+// fsync of a directory, so that a link or rename into it survives a crash.
+Result<void> fsync_dir(const std::string& dir);
+
+enum class Published { kCreated, kExisted };
+
+// Publishes the complete file `tmp` at `final` unless something is already there,
+// atomically with respect to other processes (spec 05 §4):
+//   1. link(tmp, final): one system call decides the winner; EEXIST means we lost.
+//   2. where hard links are unsupported (EPERM, EXDEV, ENOTSUP, EMLINK) or
+//      `use_link` is false: renameat2(RENAME_NOREPLACE), equally atomic.
+//   3. where that flag is unsupported too (EINVAL, ENOSYS): check, then rename —
+//      racy, a later writer can replace an earlier one (seed 004: costs duplicated
+//      work for leases, nothing for objects).
+// `tmp` is gone afterwards whatever the outcome.
+Result<Published> publish(const std::string& tmp, const std::string& final, bool use_link);
+
+// The last path component's directory: "a/b/c" -> "a/b"; "c" -> ".".
+std::string parent_dir(const std::string& path);
+
+}  // namespace berth::store::posix

@@ -1,0 +1,43 @@
+// Store URLs: how a user names a store (`--store URL`), and opening one (spec 05 §6).
+//
+//   file:///abs/dir        a FileStore in /abs/dir
+//   file://rel/dir         a FileStore in rel/dir relative to the caller's base
+//                          directory (the CLI passes the directory of the pipeline file
+//                          or the working directory); refused when no base is given
+//   s3://bucket[/prefix]   parsed and checked; opening one is kUnsupported until the S3
+//                          backend exists (issue 6)
+//
+// Anything else — another scheme, a bare path, an empty path, a query or fragment,
+// control characters — is kInvalidInput naming the URL. No percent-decoding is done:
+// '%' is an ordinary path character.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "store/object_store.h"
+#include "util/result.h"
+
+namespace berth::store {
+
+struct StoreUrl {
+  enum class Scheme { kFile, kS3 };
+  Scheme scheme = Scheme::kFile;
+  std::string path;    // kFile: absolute, normalised ("//" and "/./" folded, no trailing '/')
+  std::string bucket;  // kS3
+  std::string prefix;  // kS3: "" or "a/b" (no leading or trailing '/')
+
+  // The URL written back in normal form: "file:///abs", "s3://bucket/prefix".
+  std::string to_string() const;
+};
+
+// Parses `url`. `base_dir` resolves a relative file:// path; it must be absolute or
+// empty (then a relative path is refused).
+Result<StoreUrl> parse_store_url(std::string_view url, std::string_view base_dir = {});
+
+// Opens the store `url` names: a FileStore (created when missing) for file://;
+// kUnsupported for s3:// until that backend is built.
+Result<std::unique_ptr<ObjectStore>> open_store(const StoreUrl& url);
+
+}  // namespace berth::store

@@ -1,0 +1,93 @@
+#include "util/sha256.h"
+
+#include <openssl/evp.h>
+
+#include <cstdlib>
+
+namespace berth {
+namespace {
+
+// Fetched once: OpenSSL 3 otherwise looks the algorithm up in its provider tables on
+// every EVP_DigestInit_ex (a lock and a hash lookup), which dominates hashing of the
+// many small rows and keys berth hashes.
+const EVP_MD* sha256_md() {
+  static const EVP_MD* md = [] {
+    const EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return fetched != nullptr ? fetched : EVP_sha256();
+  }();
+  return md;
+}
+
+EVP_MD_CTX* as_ctx(void* p) { return static_cast<EVP_MD_CTX*>(p); }
+
+// Allocation failure is the only way these calls fail (see the header).
+void check(int openssl_ok) {
+  if (openssl_ok != 1) std::abort();
+}
+
+}  // namespace
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  if (ctx_ == nullptr) std::abort();
+  check(EVP_DigestInit_ex(as_ctx(ctx_), sha256_md(), nullptr));
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(as_ctx(ctx_)); }
+
+Sha256::Sha256(Sha256&& other) noexcept : ctx_(other.ctx_) { other.ctx_ = nullptr; }
+
+Sha256& Sha256::operator=(Sha256&& other) noexcept {
+  if (this != &other) {
+    EVP_MD_CTX_free(as_ctx(ctx_));
+    ctx_ = other.ctx_;
+    other.ctx_ = nullptr;
+  }
+  return *this;
+}
+
+void Sha256::update(const void* data, size_t size) {
+  if (size == 0) return;
+  check(EVP_DigestUpdate(as_ctx(ctx_), data, size));
+}
+
+Sha256::Digest Sha256::finish() {
+  Digest d{};
+  unsigned int len = 0;
+  check(EVP_DigestFinal_ex(as_ctx(ctx_), d.data(), &len));
+  if (len != d.size()) std::abort();
+  check(EVP_DigestInit_ex(as_ctx(ctx_), sha256_md(), nullptr));
+  return d;
+}
+
+std::string Sha256::finish_hex() {
+  Digest d = finish();
+  return to_hex(d.data(), d.size());
+}
+
+std::string sha256_hex(std::string_view data) {
+  Sha256::Digest d{};
+  unsigned int len = 0;
+  check(EVP_Digest(data.data(), data.size(), d.data(), &len, sha256_md(), nullptr));
+  return to_hex(d.data(), d.size());
+}
+
+std::string to_hex(const void* data, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const auto* p = static_cast<const uint8_t*>(data);
+  std::string out(size * 2, '\0');
+  for (size_t i = 0; i < size; ++i) {
+    out[2 * i] = kDigits[p[i] >> 4];
+    out[2 * i + 1] = kDigits[p[i] & 0xf];
+  }
+  return out;
+}
+
+bool is_sha256_hex(std::string_view s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+}  // namespace berth
