@@ -18,6 +18,11 @@ const berth::cli::Command kCommands[] = {
     {"machine", "Describe this machine and node: cores, GPUs, memory, launcher, support",
      berth::cli::setup_machine},
     {"place", "Render (or run) a launch confined to a placement", berth::cli::setup_place},
+    {"run", "Run a pipeline: every result in the store, reruns only what changed",
+     berth::cli::setup_run},
+    {"report", "The last run's report (--html: with a timeline)", berth::cli::setup_report},
+    {"methods", "A methods paragraph for the last run's outputs", berth::cli::setup_methods},
+    {"store", "Inspect the store: put, get, verify, cat", berth::cli::setup_store},
     {"launch", "Run ranks of one or more apps on this node: bound, supervised, forwarded",
      berth::cli::setup_launch},
 };

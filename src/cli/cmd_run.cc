@@ -1,0 +1,423 @@
+// berth run, berth report, berth methods, berth store: pipelines over the store
+// (spec 04, spec 05).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/context.h"
+#include "cli/exit.h"
+#include "cli/version.h"
+#include "pipeline/executor.h"
+#include "pipeline/graph.h"
+#include "pipeline/pipeline_file.h"
+#include "store/url.h"
+#include "util/files.h"
+#include "util/strings.h"
+
+namespace berth::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where a pipeline keeps its state: .berth/ beside the file.
+std::string berth_dir_for(const std::string& pipeline_path) {
+  fs::path p = fs::absolute(pipeline_path).parent_path();
+  return (p / ".berth").string();
+}
+
+Result<std::unique_ptr<store::ObjectStore>> open_store_url(const std::string& url) {
+  BERTH_TRY(store::StoreUrl u, store::parse_store_url(url, fs::current_path().string()));
+  return store::open_store(u);
+}
+
+std::string platform() {
+  utsname u{};
+  if (uname(&u) != 0) return "unknown";
+  return fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+}
+
+// Turns SIGINT/SIGTERM/SIGHUP into a readable descriptor that every running step's
+// supervisor polls: Ctrl-C ends the run cleanly and the next run resumes.
+class Interrupts {
+ public:
+  Interrupts() {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&mask, s);
+    pthread_sigmask(SIG_BLOCK, &mask, &old_);
+    sigset_t wanted;
+    sigemptyset(&wanted);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&wanted, s);
+    sigfd_ = signalfd(-1, &wanted, SFD_CLOEXEC);
+    if (pipe2(cancel_, O_CLOEXEC) != 0 || pipe2(stop_, O_CLOEXEC) != 0) return;
+    watcher_ = std::thread([this] {
+      pollfd fds[2] = {{sigfd_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+      while (poll(fds, 2, -1) < 0) {
+      }
+      if (fds[0].revents & POLLIN) {
+        signalfd_siginfo si{};
+        if (read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+          signal_ = static_cast<int>(si.ssi_signo);
+        }
+        char c = 1;
+        [[maybe_unused]] ssize_t w = write(cancel_[1], &c, 1);
+      }
+    });
+  }
+  ~Interrupts() {
+    char c = 1;
+    [[maybe_unused]] ssize_t w = write(stop_[1], &c, 1);
+    if (watcher_.joinable()) watcher_.join();
+    for (int fd : {sigfd_, cancel_[0], cancel_[1], stop_[0], stop_[1]}) {
+      if (fd >= 0) close(fd);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  int cancel_fd() const { return cancel_[0]; }
+  int signal() const { return signal_; }
+
+ private:
+  sigset_t old_{};
+  int sigfd_ = -1;
+  int cancel_[2] = {-1, -1};
+  int stop_[2] = {-1, -1};
+  std::thread watcher_;
+  std::atomic<int> signal_{0};
+};
+
+struct RunFlags {
+  AllocFlags alloc;
+  MachineFlags machine;
+  std::string pipeline;
+  std::string store;
+  std::string results;
+  bool dry_run = false;
+  bool fail_fast = false;
+  bool keep_going = false;
+  std::string format = "text";
+};
+
+std::string summary_line(const pipeline::RunReport& r) {
+  using pipeline::StepState;
+  return fmt::format("{} step(s): {} executed, {} cached, {} failed, {} skipped, {} refused{} "
+                     "in {:.2f} s",
+                     r.steps.size(), r.count(StepState::kExecuted), r.count(StepState::kCached),
+                     r.count(StepState::kFailed), r.count(StepState::kSkipped),
+                     r.count(StepState::kRefused),
+                     r.count(StepState::kCancelled)
+                         ? fmt::format(", {} cancelled", r.count(StepState::kCancelled))
+                         : "",
+                     r.elapsed_s);
+}
+
+int run_pipeline(const RunFlags& f) {
+  // 1. The pipeline file, expanded and checked before anything runs.
+  auto file = pipeline::read_pipeline(f.pipeline);
+  if (!file.ok()) return report(file.error());
+  auto graph = pipeline::expand(*file, [](const std::string& p) { return files::exists(p); });
+  if (!graph.ok()) return report(graph.error());
+
+  // 2. What berth was given, and the pool over it.
+  auto ctx = build_context(f.alloc, f.machine);
+  if (!ctx.ok()) return report(ctx.error());
+  place::Pool pool(ctx->pool_nodes());
+
+  // 3. The store, the results and the staging area.
+  std::string bdir = berth_dir_for(f.pipeline);
+  std::string url = f.store.empty() ? "file://" + bdir + "/store" : f.store;
+  auto store = open_store_url(url);
+  if (!store.ok()) return report(store.error().with_context("--store"));
+  pipeline::RunOptions o;
+  o.results_dir = f.results.empty() ? (fs::path(bdir).parent_path() / "results").string()
+                                    : f.results;
+  o.staging_dir = bdir + "/staging";
+  o.dry_run = f.dry_run;
+  o.fail_fast = f.fail_fast;
+  o.engine_version = std::string("berth ") + BERTH_VERSION + " (" + BERTH_GIT_COMMIT + ")";
+  o.platform = platform();
+  for (const auto* n : ctx->allocation.up_nodes()) {
+    if (n->local) o.host = n->name;
+  }
+  if (o.host.empty() && !ctx->allocation.nodes.empty()) o.host = "";
+  o.machine = ctx->machine;
+  o.launcher = &ctx->launcher;
+  bool tty = isatty(2) && f.format == "text";
+  size_t total = graph->steps.size();
+  if (tty) {
+    o.progress = [total](const pipeline::RunReport& r) {
+      using pipeline::StepState;
+      size_t done = static_cast<size_t>(r.count(StepState::kExecuted) + r.count(StepState::kCached) +
+                                        r.count(StepState::kFailed) + r.count(StepState::kSkipped));
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] %d executed, %d cached, %d failed",
+                   done, total, r.count(StepState::kExecuted), r.count(StepState::kCached),
+                   r.count(StepState::kFailed));
+    };
+  }
+  std::error_code ec;
+  fs::create_directories(o.staging_dir, ec);
+
+  // 4. Run, with Ctrl-C ending running steps cleanly.
+  Interrupts interrupts;
+  o.cancel_fd = interrupts.cancel_fd();
+  auto rep = pipeline::run_graph(*graph, **store, pool, Env::from_process(), o);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!rep.ok()) return report(rep.error());
+
+  // 5. The report: stored with the run, kept beside the pipeline, printed.
+  std::string j = pipeline::report_json(*rep);
+  if (!f.dry_run) {
+    auto addr = store::row_address("runs", fmt::format("{}-{}", rep->started, getpid()));
+    (void)(*store)->put_row(addr, j);
+    (void)files::write_file_atomic(bdir + "/last-run.json", j);
+  }
+  if (f.format == "json") {
+    std::fwrite(j.data(), 1, j.size(), stdout);
+  } else {
+    for (const auto& s : rep->steps) {
+      if (f.dry_run || s.state == pipeline::StepState::kFailed ||
+          s.state == pipeline::StepState::kRefused || s.state == pipeline::StepState::kSkipped) {
+        std::printf("%-9s %s%s%s\n", pipeline::step_state_name(s.state), s.name.c_str(),
+                    s.reason.empty() ? "" : ": ", s.reason.c_str());
+      }
+    }
+    for (const auto& p : rep->problems) std::printf("problem: %s\n", p.c_str());
+    for (const auto& d : rep->divergences) {
+      std::printf("divergence: %s output %s: ours %s, theirs %s\n", d.step.c_str(),
+                  d.output.c_str(), d.ours.c_str(), d.theirs.c_str());
+    }
+    std::printf("%s\n", summary_line(*rep).c_str());
+  }
+  std::fflush(stdout);
+  if (interrupts.signal()) return 128 + interrupts.signal();
+  return rep->exit_code();
+}
+
+// --- berth report / methods: the last run, read back.
+
+Result<nlohmann::json> last_run(const std::string& pipeline) {
+  std::string path = berth_dir_for(pipeline) + "/last-run.json";
+  BERTH_TRY(std::string text, files::read_file(path));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return fail(Errc::kInvalidInput, path + ": not a run report");
+  return j;
+}
+
+struct ReportFlags {
+  std::string pipeline = "pipeline.toml";
+  std::string html;
+  std::string format = "text";
+};
+
+int run_report(const ReportFlags& f) {
+  auto j = last_run(f.pipeline);
+  if (!j.ok()) return report(j.error().with_context("berth report"));
+  if (!f.html.empty()) {
+    pipeline::RunReport r;
+    r.pipeline = j->value("pipeline", "");
+    r.elapsed_s = j->value("elapsed_s", 0.0);
+    for (const auto& s : (*j)["steps"]) {
+      pipeline::StepRecord rec;
+      rec.name = s.value("name", "");
+      std::string st = s.value("state", "");
+      for (auto k : {pipeline::StepState::kCached, pipeline::StepState::kExecuted,
+                     pipeline::StepState::kFailed, pipeline::StepState::kSkipped,
+                     pipeline::StepState::kRefused, pipeline::StepState::kCancelled}) {
+        if (st == pipeline::step_state_name(k)) rec.state = k;
+      }
+      rec.node = s.value("node", "");
+      rec.cores = s.value("cores", "");
+      rec.start_s = s.value("start_s", 0.0);
+      rec.end_s = s.value("end_s", 0.0);
+      r.steps.push_back(rec);
+    }
+    auto w = files::write_file_atomic(f.html, pipeline::report_html(r));
+    if (!w.ok()) return report(w.error());
+  }
+  std::string out = f.format == "json" ? j->dump(2) + "\n"
+                                       : fmt::format("{}: {} executed, {} cached, {} failed, {} "
+                                                     "skipped, {} refused, {:.2f} s\n",
+                                                     j->value("pipeline", ""),
+                                                     j->value("executed", 0), j->value("cached", 0),
+                                                     j->value("failed", 0), j->value("skipped", 0),
+                                                     j->value("refused", 0),
+                                                     j->value("elapsed_s", 0.0));
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+struct MethodsFlags {
+  std::string pipeline = "pipeline.toml";
+  std::string store;
+};
+
+int run_methods(const MethodsFlags& f) {
+  auto j = last_run(f.pipeline);
+  if (!j.ok()) return report(j.error().with_context("berth methods"));
+  std::string url = f.store.empty() ? "file://" + berth_dir_for(f.pipeline) + "/store" : f.store;
+  auto store = open_store_url(url);
+  if (!store.ok()) return report(store.error());
+  std::set<std::string> engines, platforms, tools;
+  size_t outputs = 0;
+  for (const auto& s : (*j)["steps"]) {
+    std::string key = s.value("key", "");
+    if (key.empty()) continue;
+    auto row = (*store)->get_row(store::row_address("steps", key));
+    if (!row.ok() || !row->has_value()) continue;
+    auto r = nlohmann::json::parse(**row, nullptr, false);
+    if (r.is_discarded() || !r.contains("provenance")) continue;
+    const auto& p = r["provenance"];
+    engines.insert(p.value("engine_version", "unknown"));
+    platforms.insert(p.value("platform", "unknown"));
+    if (p.contains("tools")) {
+      for (auto& [name, version] : p["tools"].items()) {
+        std::string v = version.is_string() ? version.get<std::string>() : "";
+        tools.insert(name + " (" + std::string(str::trim(v.substr(0, v.find('\n')))) + ")");
+      }
+    }
+    outputs += r["outputs"].size();
+  }
+  auto list = [](const std::set<std::string>& s) {
+    return str::join(std::vector<std::string>(s.begin(), s.end()), "; ");
+  };
+  std::string text = fmt::format(
+      "The {} output(s) of pipeline '{}' were computed with {} on {}{}. Every result is stored "
+      "under the SHA-256 of its bytes and keyed by the hash of its command, parameters, "
+      "inputs' canonical hashes and tool versions, so that each can be traced to exactly what "
+      "produced it.\n",
+      outputs, j->value("pipeline", ""), list(engines), list(platforms),
+      tools.empty() ? "" : ", using " + list(tools));
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
+}
+
+// --- berth store: inspect the store by hand.
+
+struct StoreFlags {
+  std::string url = "file://.berth/store";
+  std::vector<std::string> args;
+  std::string out;
+};
+
+int run_store(const std::string& verb, const StoreFlags& f) {
+  auto store = open_store_url(f.url);
+  if (!store.ok()) return report(store.error().with_context("--store"));
+  if (f.args.empty() && verb != "verify") {
+    return report(Error(Errc::kInvalidInput, fmt::format("berth store {}: name what to {}", verb, verb)));
+  }
+  if (verb == "put") {
+    for (const auto& p : f.args) {
+      auto name = (*store)->put_object_file(p);
+      if (!name.ok()) return report(name.error());
+      std::printf("%s  %s\n", name->c_str(), p.c_str());
+    }
+    return kExitOk;
+  }
+  if (verb == "get") {
+    auto got = f.out.empty() ? (*store)->get_object(f.args[0])
+                             : (*store)->get_object_to_file(f.args[0], f.out);
+    if (!got.ok()) return report(got.error());
+    if (!got->present()) {
+      return report(Error(Errc::kNotFound, got->problem.empty()
+                                               ? f.args[0] + ": not in the store"
+                                               : got->problem));
+    }
+    if (f.out.empty()) std::fwrite(got->bytes.data(), 1, got->bytes.size(), stdout);
+    return kExitOk;
+  }
+  if (verb == "cat") {
+    auto row = (*store)->get_row(f.args[0]);
+    if (!row.ok()) return report(row.error());
+    if (!row->has_value()) return report(Error(Errc::kNotFound, f.args[0] + ": no such row"));
+    std::printf("%s\n", (*row)->c_str());
+    return kExitOk;
+  }
+  // verify: every named object, or every object a step row names.
+  std::vector<std::string> names = f.args;
+  if (names.empty()) {
+    auto rows = (*store)->list_rows(store::row_address("steps", "").substr(
+        0, store::row_address("steps", "").size()));
+    if (rows.ok()) {
+      for (const auto& a : *rows) {
+        auto row = (*store)->get_row(a);
+        if (!row.ok() || !row->has_value()) continue;
+        auto j = nlohmann::json::parse(**row, nullptr, false);
+        if (j.is_discarded() || !j.contains("outputs")) continue;
+        for (auto& [k, v] : j["outputs"].items()) names.push_back(v.value("object", ""));
+      }
+    }
+  }
+  int bad = 0;
+  for (const auto& n : names) {
+    auto got = (*store)->get_object(n);
+    bool ok = got.ok() && got->present();
+    if (!ok) ++bad;
+    std::printf("%s  %s\n", ok ? "ok     " : "corrupt", n.c_str());
+  }
+  std::printf("%zu object(s) verified, %d bad\n", names.size(), bad);
+  return bad ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> setup_run(CLI::App& app) {
+  auto f = std::make_shared<RunFlags>();
+  app.add_option("pipeline", f->pipeline, "The pipeline file")->required();
+  app.add_option("--store", f->store, "Store URL (default file://<dir>/.berth/store)");
+  app.add_option("--results", f->results, "Results directory (default <dir>/results)");
+  app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
+  app.add_flag("--fail-fast", f->fail_fast, "Stop starting steps after the first failure");
+  app.add_flag("--keep-going", f->keep_going, "Run every independent step (the default)");
+  app.add_option("--format", f->format, "Output: text or the JSON run report")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  add_machine_flags(app, f->machine);
+  add_alloc_flags(app, f->alloc);
+  return [f] { return run_pipeline(*f); };
+}
+
+std::function<int()> setup_report(CLI::App& app) {
+  auto f = std::make_shared<ReportFlags>();
+  app.add_option("pipeline", f->pipeline, "The pipeline file")->capture_default_str();
+  app.add_option("--html", f->html, "Write an HTML report with a timeline to FILE");
+  app.add_option("--format", f->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  return [f] { return run_report(*f); };
+}
+
+std::function<int()> setup_methods(CLI::App& app) {
+  auto f = std::make_shared<MethodsFlags>();
+  app.add_option("pipeline", f->pipeline, "The pipeline file")->capture_default_str();
+  app.add_option("--store", f->store, "Store URL");
+  return [f] { return run_methods(*f); };
+}
+
+std::function<int()> setup_store(CLI::App& app) {
+  auto f = std::make_shared<StoreFlags>();
+  app.require_subcommand(1);
+  auto chosen = std::make_shared<std::string>();
+  for (const char* verb : {"put", "get", "verify", "cat"}) {
+    CLI::App* sub = app.add_subcommand(verb, std::string("store ") + verb);
+    sub->add_option("--store", f->url, "Store URL")->capture_default_str();
+    sub->add_option("args", f->args, "Files (put), object names (get, verify), a row (cat)");
+    if (std::string(verb) == "get") sub->add_option("-o,--out", f->out, "Write to FILE");
+    sub->callback([chosen, verb] { *chosen = verb; });
+  }
+  return [f, chosen] { return run_store(*chosen, *f); };
+}
+
+}  // namespace berth::cli

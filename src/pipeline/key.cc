@@ -1,0 +1,118 @@
+// Step keys (spec 04 §5).
+#include "pipeline/key.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "util/sha256.h"
+
+namespace berth::pipeline {
+namespace {
+
+// Appends fields as <8-byte big-endian length><bytes> (spec 04 §5.1). With every field
+// length-prefixed and every list preceded by its count, no two different steps can
+// produce the same byte string by moving text across a field boundary.
+class Fields {
+ public:
+  void add(std::string_view field) {
+    uint64_t n = field.size();
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      out_.push_back(static_cast<char>((n >> shift) & 0xff));
+    }
+    out_.append(field);
+  }
+  void count(size_t n) { add(std::to_string(n)); }
+  void word(const Word& w) {
+    count(w.size());
+    for (const Segment& s : w) {
+      switch (s.kind) {
+        case Segment::Kind::kText:
+          add("text");
+          break;
+        case Segment::Kind::kInput:
+          add("in");
+          break;
+        case Segment::Kind::kOutput:
+          add("out");
+          break;
+      }
+      add(s.value);
+    }
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+}  // namespace
+
+Result<std::string> key_preimage(const Step& step, const InputHashes& inputs,
+                                 const ToolVersions& tools) {
+  Fields f;
+  f.add(kKeyFormat);
+  // The command: which kind, then each word's segments. Paths are absent by
+  // construction: {in.X} is the segment ("in", "X").
+  f.add(step.shell ? "run" : "cmd");
+  f.count(step.command.size());
+  for (const Word& w : step.command) f.word(w);
+  f.count(step.env.size());
+  for (const auto& [name, value] : step.env) {  // std::map: sorted by name
+    f.add(name);
+    f.word(value);
+  }
+  f.count(step.params.size());
+  for (const auto& [name, p] : step.params) {
+    f.add(name);
+    f.add(param_type_name(p.type));
+    f.add(p.text);
+  }
+  f.count(step.inputs.size());
+  for (const auto& [name, in] : step.inputs) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("step '{}': key: no hash for input '{}'", step.name, name));
+    }
+    if (it->second.size() != in.items.size()) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("step '{}': key: input '{}' has {} items but {} hashes", step.name,
+                              name, in.items.size(), it->second.size()));
+    }
+    f.add(name);
+    f.add(in.is_list ? "list" : "one");
+    f.count(in.items.size());
+    for (const CanonicalHash& h : it->second) {
+      f.add(h.form);
+      f.add(h.hash);
+    }
+  }
+  // Outputs and their forms: a row records each output's canonical hash, so a key
+  // must change when the form that hash is taken under does.
+  f.count(step.canonical.size());
+  for (const auto& [name, form] : step.canonical) {
+    f.add(name);
+    f.add(form);
+  }
+  std::vector<std::string> names = step.tools;
+  std::sort(names.begin(), names.end());  // the file's order of tools means nothing
+  f.count(names.size());
+  for (const std::string& tool : names) {
+    auto it = tools.find(tool);
+    if (it == tools.end()) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("step '{}': key: no version for tool '{}'", step.name, tool));
+    }
+    f.add(tool);
+    f.add(it->second);
+  }
+  return f.take();
+}
+
+Result<std::string> key_of(const Step& step, const InputHashes& inputs, const ToolVersions& tools) {
+  BERTH_TRY(std::string pre, key_preimage(step, inputs, tools));
+  return sha256_hex(pre);
+}
+
+}  // namespace berth::pipeline

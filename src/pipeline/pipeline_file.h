@@ -1,0 +1,103 @@
+// The pipeline file: TOML read into a PipelineFile, exactly as written (spec 04 §1–§2).
+//
+// A PipelineFile is the file's content checked for shape — every key known, every value
+// of the right type and in range, names well formed — but not yet expanded: step names,
+// inputs and commands are still templates. expand() (graph.h) turns it into a Graph.
+// Errors name the file, the line:column toml++ gives, the step (by its name template)
+// and the key that is wrong:
+//   "p.toml:9:1: step 'count-{sample}': inputs.text: must be a string or an array"
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/template.h"
+#include "util/result.h"
+
+namespace berth::pipeline {
+
+// Bounds past which a file is not a pipeline (spec 04 §2).
+inline constexpr size_t kMaxPipelineFileBytes = 16 * 1024 * 1024;
+inline constexpr int kMaxCores = 65536;
+inline constexpr int kMaxGpus = 4096;
+inline constexpr int kMaxTasks = 1 << 20;
+inline constexpr int kMaxNodes = 1 << 20;
+inline constexpr int64_t kMaxMemoryCapMb = int64_t{1} << 40;
+
+// Where something was written: 1-based line and column; 0 when toml++ gave none.
+struct SourcePos {
+  uint32_t line = 0;
+  uint32_t column = 0;
+};
+
+// [tools.X] (spec 04 §2.2): a program whose version text enters the key of every
+// step that names it.
+struct ToolSpec {
+  std::string name;
+  std::vector<std::string> version;  // argv that prints the version; never empty
+  SourcePos pos;
+};
+
+// One entry of a step's inputs table (spec 04 §2.3). Each value is a template for a
+// file path (relative to the pipeline file's directory) or an "@step/output" reference.
+struct InputSpec {
+  std::string name;
+  bool is_list = false;  // written as an array: {in.X} expands to every item
+  std::vector<std::string> values;
+  SourcePos pos;
+};
+
+// One [[step]] table, unexpanded (spec 04 §2.3).
+struct StepSpec {
+  size_t index = 0;  // position among the file's [[step]] tables, from 0
+  SourcePos pos;
+  std::string name;  // template over the foreach keys
+  // foreach key -> values; keys sorted (std::map), values in the order given.
+  std::map<std::string, std::vector<std::string>> foreach;
+  std::optional<std::string> run;               // a shell string, or
+  std::optional<std::vector<std::string>> cmd;  // an argv (exactly one of the two)
+  std::map<std::string, InputSpec> inputs;
+  std::vector<std::string> outputs;  // in the order given; distinct
+  std::map<std::string, Param> params;
+  std::vector<std::string> tools;  // each names a [tools.X]; distinct
+  int cores = 1;
+  int gpus = 0;
+  int tasks = 1;
+  std::optional<int> nodes;              // absent: the fewest that fit
+  std::optional<int64_t> memory_cap_mb;  // per node
+  // output -> form, as CanonicalForm::name() writes it (canonical.h); absent: "bytes"
+  std::map<std::string, std::string> canonical;
+  std::map<std::string, std::string> env;  // name -> value template
+};
+
+struct PipelineFile {
+  std::string path;  // as given to parse_pipeline()
+  std::string dir;   // the directory inputs are relative to ("." for a bare file name)
+  std::string name;  // [pipeline] name; default: the file's stem
+  std::map<std::string, ToolSpec> tools;
+  std::vector<StepSpec> steps;  // in file order
+};
+
+// Parses `text`, the content of the pipeline file at `path` (used for messages and
+// for `dir`). Never throws. Fails (kInvalidInput) on a TOML syntax error, an unknown
+// key, a value of the wrong type or out of range, a malformed name, a step with both
+// or neither of run/cmd, a canonical form for an undeclared output or that
+// parse_canonical_form() refuses, or a tool that [tools] does not define.
+Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path);
+
+// Reads and parses the file at `path` (kNotFound / kIo when it cannot be read).
+Result<PipelineFile> read_pipeline(const std::string& path);
+
+// Name rules (spec 04 §2.1). A step name (after expansion): [A-Za-z0-9_.+-]+, not
+// starting with '.'. An input, output, param or tool name: [A-Za-z0-9_-]+. A foreach
+// key: [A-Za-z0-9_]+ and none of cores, gpus, tasks, nodes, in, out, param.
+// Each returns what is wrong, or nullopt when the name is good.
+std::optional<std::string> step_name_problem(std::string_view name);
+std::optional<std::string> item_name_problem(std::string_view name);
+std::optional<std::string> foreach_key_problem(std::string_view name);
+
+}  // namespace berth::pipeline

@@ -1,0 +1,210 @@
+#include "pipeline/pipeline_file.h"
+
+#include <gtest/gtest.h>
+
+#include "pipeline/testdata.h"
+
+namespace berth::pipeline {
+namespace {
+
+TEST(PipelineFile, ParsesTheIssueExample) {
+  auto r = parse_pipeline(testdata::kIssueExample, "work/example.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const PipelineFile& pf = *r;
+  EXPECT_EQ(pf.name, "example");
+  EXPECT_EQ(pf.dir, "work");
+  ASSERT_EQ(pf.tools.size(), 1u);
+  EXPECT_EQ(pf.tools.at("sort").version, (std::vector<std::string>{"sort", "--version"}));
+  ASSERT_EQ(pf.steps.size(), 2u);
+  const StepSpec& c = pf.steps[0];
+  EXPECT_EQ(c.name, "count-{sample}");
+  EXPECT_EQ(c.pos.line, 7u);
+  EXPECT_EQ(c.foreach.at("sample"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(c.run, "sort {in.text} | uniq -c > {out.counts}");
+  EXPECT_FALSE(c.cmd);
+  EXPECT_EQ(c.inputs.at("text").values, (std::vector<std::string>{"data/{sample}.txt"}));
+  EXPECT_FALSE(c.inputs.at("text").is_list);
+  EXPECT_EQ(c.outputs, (std::vector<std::string>{"counts"}));
+  EXPECT_EQ(c.params.at("min"), (Param{Param::Type::kInteger, "2"}));
+  EXPECT_EQ(c.tools, (std::vector<std::string>{"sort"}));
+  EXPECT_EQ(c.cores, 1);
+  EXPECT_EQ(c.gpus, 0);
+  EXPECT_EQ(c.canonical.at("counts"), "lines-sorted");
+  const StepSpec& t = pf.steps[1];
+  EXPECT_EQ(t.index, 1u);
+  EXPECT_TRUE(t.inputs.at("parts").is_list);
+  EXPECT_EQ(t.inputs.at("parts").values.size(), 3u);
+}
+
+TEST(PipelineFile, ParsesEveryOptionalKey) {
+  auto r = parse_pipeline(R"(
+[[step]]
+name = "s-{n}-{k}"
+foreach = { n = [1, 2], k = ["x"] }
+cmd = ["tool", "{in.a}"]
+inputs = { a = "a.txt" }
+outputs = ["o", "p"]
+params = { s = "str", i = -3, f = 0.5, b = true }
+cores = 8
+gpus = 2
+tasks = 4
+nodes = 2
+memory_cap_mb = 1024
+canonical = { o = "json", p = "command:sort -u" }
+env = { OMP_NUM_THREADS = "{cores}" }
+)",
+                          "dir/sub/p.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->name, "p");  // no [pipeline]: the file's stem
+  EXPECT_EQ(r->dir, "dir/sub");
+  const StepSpec& s = r->steps[0];
+  EXPECT_EQ(s.foreach.at("n"), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(s.cmd, (std::vector<std::string>{"tool", "{in.a}"}));
+  EXPECT_EQ(s.params.at("s"), (Param{Param::Type::kString, "str"}));
+  EXPECT_EQ(s.params.at("i"), (Param{Param::Type::kInteger, "-3"}));
+  EXPECT_EQ(s.params.at("f"), (Param{Param::Type::kFloat, "0.5"}));
+  EXPECT_EQ(s.params.at("b"), (Param{Param::Type::kBoolean, "true"}));
+  EXPECT_EQ(s.cores, 8);
+  EXPECT_EQ(s.gpus, 2);
+  EXPECT_EQ(s.tasks, 4);
+  EXPECT_EQ(s.nodes, 2);
+  EXPECT_EQ(s.memory_cap_mb, 1024);
+  EXPECT_EQ(s.canonical.at("p"), "command:[\"sort\",\"-u\"]");  // canonical.h's name
+  EXPECT_EQ(s.env.at("OMP_NUM_THREADS"), "{cores}");
+}
+
+TEST(PipelineFile, FloatParamTextDependsOnValueNotSpelling) {
+  auto a = parse_pipeline("[[step]]\nname='s'\nrun='x'\nparams={f=1.50}\n", "p.toml");
+  auto b = parse_pipeline("[[step]]\nname='s'\nrun='x'\nparams={f=15e-1}\n", "p.toml");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->steps[0].params.at("f").text, b->steps[0].params.at("f").text);
+}
+
+// Each bad file, and what its error must say: the file, the place, the step, the key.
+TEST(PipelineFile, RejectsBadFilesNamingFileStepAndKey) {
+  struct Case {
+    const char* text;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"[pipeline\n", "p.toml:1:"},
+      {"x = 1\n", "p.toml:1:5: x: unknown key"},
+      {"[pipeline]\nname = 'a'\ntitle = 'b'\n", "p.toml:3:9: pipeline.title: unknown key"},
+      {"[pipeline]\nname = 3\n", "pipeline.name: must be a string, not an integer"},
+      {"[pipeline]\nname = ''\n", "pipeline.name: must not be empty"},
+      {"[tools.sort]\n", "p.toml:1:1: tools.sort.version: missing"},
+      {"[tools.sort]\nversion = []\n", "tools.sort.version: must not be empty"},
+      {"[tools.sort]\nversion = 'sort --version'\n", "tools.sort.version: must be an array"},
+      {"[tools.sort]\nversion = ['a']\nx = 1\n", "tools.sort.x: unknown key"},
+      {"[tools.'a b']\nversion = ['a']\n", "tools.a b: 'a b' has a character outside"},
+      {"[tools]\nsort = 1\n", "tools.sort: must be a table"},
+      {"step = 1\n", "step: must be an array of tables"},
+      {"step = [1]\n", "step: each step must be a table"},
+      {"[[step]]\nrun = 'x'\n", "p.toml:1:1: step #1: name: missing"},
+      {"[[step]]\nname = 1\nrun = 'x'\n", "step #1: name: must be a string"},
+      {"[[step]]\nname = ''\nrun = 'x'\n", "step #1: name: must not be empty"},
+      {"[[step]]\nname = 's'\n", "p.toml:1:1: step 's': has neither run nor cmd"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ncmd = ['x']\n", "step 's': has both run and cmd"},
+      {"[[step]]\nname = 's'\ncmd = []\n", "step 's': cmd: must not be empty"},
+      {"[[step]]\nname = 's'\ncmd = ['a', 1]\n", "step 's': cmd: items must be strings"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nrn = 'y'\n", "p.toml:4:6: step 's': rn: unknown key"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nforeach = { a = [] }\n", "foreach.a: must not be empty"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nforeach = { a = 'x' }\n", "foreach.a: must be an array"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nforeach = { a = [1.5] }\n",
+       "foreach.a: items must be strings or integers, not a float"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nforeach = { cores = [1] }\n",
+       "foreach.cores: 'cores' is reserved"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nforeach = { 'a-b' = [1] }\n",
+       "foreach.a-b: 'a-b' has a character outside"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ninputs = { a = 1 }\n",
+       "step 's': inputs.a: must be a string or an array of strings, not an integer"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ninputs = { a = '' }\n", "inputs.a: a path must not be"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ninputs = { a = ['x', 2] }\n",
+       "inputs.a: items must be strings"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ninputs = 'a'\n", "step 's': inputs: must be a table"},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['o', 'o']\n", "outputs: 'o' is listed twice"},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['a/b']\n", "outputs: 'a/b' has a character"},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = 'o'\n", "outputs: must be an array"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nparams = { d = 1979-05-27 }\n",
+       "params.d: must be a string, integer, float or boolean, not a date or time"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nparams = { a = [1] }\n", "params.a: must be a string"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ntools = ['sort']\n",
+       "tools: 'sort' is not defined by a [tools.sort] table"},
+      {"[tools.sort]\nversion = ['a']\n[[step]]\nname = 's'\nrun = 'x'\ntools = ['sort', 'sort']\n",
+       "tools: 'sort' is listed twice"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ncores = 0\n", "cores: 0 is out of range [1, 65536]"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ncores = '2'\n", "cores: must be an integer, not a string"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ngpus = -1\n", "gpus: -1 is out of range"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ntasks = 0\n", "tasks: 0 is out of range"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nnodes = 0\n", "nodes: 0 is out of range"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nmemory_cap_mb = 0\n", "memory_cap_mb: 0 is out of range"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ncanonical = { o = 'bytes' }\n",
+       "p.toml:4:19: step 's': canonical.o: names no output of this step"},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['o']\ncanonical = { o = 'sorted' }\n",
+       "p.toml:5:19: step 's': canonical.o: canonical form \"sorted\""},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['o']\ncanonical = { o = 'command:' }\n",
+       "p.toml:5:19: step 's': canonical.o: canonical form \"command:\": no command"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nenv = { '1X' = 'a' }\n",
+       "env.1X: not a valid environment variable name"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nenv = { X = 1 }\n", "env.X: must be a string"},
+      {"[[step]]\nname = 'a'\nrun = 'x'\n[[step]]\nname = 'b'\nrun = 'y'\nextra = 1\n",
+       "p.toml:7:9: step 'b': extra: unknown key"},
+  };
+  for (const Case& c : cases) {
+    auto r = parse_pipeline(c.text, "p.toml");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.error().code(), Errc::kInvalidInput) << c.text;
+    EXPECT_NE(r.error().message().find(c.want), std::string::npos)
+        << "text:\n"
+        << c.text << "\nwant: " << c.want << "\ngot:  " << r.error().message();
+    EXPECT_EQ(r.error().message().rfind("p.toml", 0), 0u) << r.error().message();
+  }
+}
+
+TEST(PipelineFile, NameRules) {
+  EXPECT_FALSE(step_name_problem("count-a.b+c_1"));
+  EXPECT_TRUE(step_name_problem(""));
+  EXPECT_TRUE(step_name_problem(".hidden"));
+  EXPECT_TRUE(step_name_problem("a/b"));
+  EXPECT_TRUE(step_name_problem("a b"));
+  EXPECT_TRUE(step_name_problem("@a"));
+  EXPECT_FALSE(item_name_problem("in_1-x"));
+  EXPECT_TRUE(item_name_problem("a.b"));
+  EXPECT_FALSE(foreach_key_problem("sample_2"));
+  EXPECT_TRUE(foreach_key_problem("param"));
+  EXPECT_TRUE(foreach_key_problem("a.b"));
+}
+
+TEST(PipelineFile, CanonicalFormsAreStoredByTheirCanonicalName) {
+  auto r = parse_pipeline(
+      "[[step]]\nname='s'\nrun='x'\noutputs=['a','b','c']\n"
+      "canonical={a='bytes', b='lines-sorted', c='json'}\n",
+      "p.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->steps[0].canonical.at("b"), "lines-sorted");
+  auto words = parse_pipeline(
+      "[[step]]\nname='s'\nrun='x'\noutputs=['o']\ncanonical={o='command:sort -u'}\n", "p.toml");
+  auto json = parse_pipeline(
+      "[[step]]\nname='s'\nrun='x'\noutputs=['o']\ncanonical={o='command:[\"sort\",\"-u\"]'}\n",
+      "p.toml");
+  ASSERT_TRUE(words.ok()) << words.error().message();
+  ASSERT_TRUE(json.ok()) << json.error().message();
+  EXPECT_EQ(words->steps[0].canonical.at("o"), json->steps[0].canonical.at("o"));
+}
+
+TEST(PipelineFile, OversizedFileIsRefusedBeforeParsing) {
+  std::string big(kMaxPipelineFileBytes + 1, '#');
+  auto r = parse_pipeline(big, "p.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("larger than"), std::string::npos);
+}
+
+TEST(PipelineFile, ReadPipelineNamesAMissingFile) {
+  auto r = read_pipeline("/nonexistent/berth/p.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Errc::kNotFound);
+  EXPECT_NE(r.error().message().find("/nonexistent/berth/p.toml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace berth::pipeline

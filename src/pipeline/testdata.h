@@ -1,0 +1,32 @@
+// Pipeline files shared by this library's tests. Test-only.
+#pragma once
+
+namespace berth::pipeline::testdata {
+
+// The example from issue 5, verbatim: it must always parse and expand.
+inline constexpr const char* kIssueExample = R"toml([pipeline]
+name = "example"
+
+[tools.sort]                      # a tool whose version enters the key of every step using it
+version = ["sort", "--version"]
+
+[[step]]
+name = "count-{sample}"          # unique after expansion
+foreach = { sample = ["a", "b", "c"] }   # cartesian product over every key given
+run = "sort {in.text} | uniq -c > {out.counts}"   # a shell string, or
+# cmd = ["wc", "-l", "{in.text}"]                 # an argv list (no shell)
+inputs = { text = "data/{sample}.txt" }           # files, relative to this file
+outputs = ["counts"]
+params = { min = 2 }               # enters the key; usable as {param.min}
+tools = ["sort"]
+cores = 1                          # also: gpus (default none), memory_cap_mb, tasks, nodes
+canonical = { counts = "lines-sorted" }   # per-output canonical form; default: bytes
+
+[[step]]
+name = "total"
+inputs = { parts = ["@count-a/counts", "@count-b/counts", "@count-c/counts"] }  # @step/output
+run = "cat {in.parts} > {out.sum}"
+outputs = ["sum"]
+)toml";
+
+}  // namespace berth::pipeline::testdata
