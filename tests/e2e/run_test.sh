@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# berth run end to end: the quickstart pipeline, a rerun that is all cached, early
+# cutoff, a corrupted object recomputed, a failing step's dependents skipped, dry run,
+# errors in the file, the report, methods and berth store.
+. "$(dirname "$0")/common.sh"
+cp -r "$BERTH_SOURCE_DIR/examples/quickstart" "$T/q"
+cd "$T/q"
+
+run run pipeline.toml --format json
+expect_eq "quickstart: exit 0" "$RC" 0
+expect_eq "quickstart: 4 executed" "$(json "j['executed']")" 4
+expect_eq "quickstart: no divergences" "$(json "j['divergences']")" "[]"
+expect_eq "quickstart: total materialised" "$(grep -c . results/total/sum)" \
+  "$(cat results/count-*/counts | grep -c .)"
+run run pipeline.toml --format json
+expect_eq "rerun: nothing executed" "$(json "j['executed']")" 0
+expect_eq "rerun: all cached" "$(json "j['cached']")" 4
+
+# Early cutoff: count-a's input changes, its counts (lines-sorted) mean the same.
+printf 'dog\nthe\nquick\nbrown\nfox\nthe\nlazy\n' >data/a.txt
+run run pipeline.toml --format json
+expect_eq "cutoff: count-a re-executed" "$(json "[s['state'] for s in j['steps'] if s['name']=='count-a'][0]")" executed
+expect_eq "cutoff: total stays cached" "$(json "[s['state'] for s in j['steps'] if s['name']=='total'][0]")" cached
+
+# A corrupted object is detected, reported and recomputed.
+obj=$(json "[s['outputs']['sum']['object'] for s in j['steps'] if s['name']=='total'][0]")
+f=$(find .berth/store/objects -type f -name "${obj#sha256:??}" | head -1)
+[[ -n $f ]] || f=$(grep -rl . .berth/store/objects | head -1)
+chmod u+w "$f"; echo garbage >"$f"
+rm -rf results
+run run pipeline.toml --format json
+expect_eq "corrupt: run succeeds" "$RC" 0
+expect_contains "corrupt: reported" "$(json "j['problems']")" "sha256"
+expect_eq "corrupt: total recomputed" "$(json "[s['state'] for s in j['steps'] if s['name']=='total'][0]")" executed
+run store verify --store "file://$T/q/.berth/store"
+expect_eq "store verify: all good after recompute" "$RC" 0
+
+# A failing step: its dependent is skipped, an independent step goes on; exit 1.
+cat >"$T/fail.toml" <<'X'
+[[step]]
+name = "bad"
+run = "echo broken >&2; exit 3"
+outputs = ["o"]
+[[step]]
+name = "after-bad"
+inputs = { x = "@bad/o" }
+run = "cat {in.x} > {out.o}"
+outputs = ["o"]
+[[step]]
+name = "good"
+run = "echo fine > {out.o}"
+outputs = ["o"]
+X
+run run "$T/fail.toml" --format json
+expect_eq "failure: exit 1" "$RC" 1
+expect_eq "failure: states" "$(json "[s['state'] for s in j['steps']]")" "['failed', 'skipped', 'executed']"
+expect_contains "failure: says which and how" "$(json "j['steps'][0]['reason']")" "exited with status 3"
+
+# Dry run: says what would run, runs nothing.
+cp -r "$BERTH_SOURCE_DIR/examples/quickstart" "$T/d"
+run run "$T/d/pipeline.toml" --dry-run
+expect_contains "dry run: would run" "$OUT" "would run"
+[[ -d $T/d/results ]] && fail "dry run wrote results" || ok "dry run wrote nothing"
+
+# Errors in the file are reported before anything runs, naming file, line and step.
+printf '[[step]]\nname = "s"\nrun = "true"\nbogus = 1\n' >"$T/e1.toml"
+expect_bad_input "unknown key" "e1.toml:4" run "$T/e1.toml"
+printf '[[step]]\nname = "s"\nrun = "cat {in.x}"\ninputs = { x = "missing.txt" }\n' >"$T/e2.toml"
+expect_bad_input "missing input" "missing.txt" run "$T/e2.toml"
+printf '[[step]]\nname = "a"\ninputs = { x = "@b/o" }\nrun = "true"\noutputs = ["o"]\n[[step]]\nname = "b"\ninputs = { x = "@a/o" }\nrun = "true"\noutputs = ["o"]\n' >"$T/e3.toml"
+expect_bad_input "cycle" "cycle" run "$T/e3.toml"
+printf '[[step]]\nname = "s"\nrun = "echo {nothing}"\n' >"$T/e4.toml"
+expect_bad_input "placeholder naming nothing" "nothing" run "$T/e4.toml"
+
+# The report, its HTML timeline, the methods paragraph.
+run report pipeline.toml --html "$T/r.html"
+expect_eq "report: exit 0" "$RC" 0
+expect_eq "report html: a bar per executed step" "$(grep -c 'class="step"' "$T/r.html")" 1
+xmllint --html --noout "$T/r.html" 2>"$T/xerr" && ok "report html parses" || fail "html: $(cat "$T/xerr")"
+run methods pipeline.toml
+expect_contains "methods: names the engine" "$OUT" "berth 0."
+expect_contains "methods: names the platform" "$OUT" "$(uname -s)"
+
+# berth store by hand.
+echo hello >"$T/h.txt"
+run store put --store "file://$T/s" "$T/h.txt"
+name=${OUT%% *}
+expect_eq "store put names by sha256" "$name" "sha256:$(sha256sum "$T/h.txt" | cut -d' ' -f1)"
+run store get --store "file://$T/s" "$name"
+expect_eq "store get returns the bytes" "$OUT" hello
+run store get --store "file://$T/s" "sha256:$(printf '0%.0s' $(seq 64))"
+expect_eq "store get of a missing object: exit 2" "$RC" 2
+finish
