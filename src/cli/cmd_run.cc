@@ -169,6 +169,20 @@ int run_pipeline(const RunFlags& f) {
   }
   std::error_code ec;
   fs::create_directories(o.staging_dir, ec);
+  // This machine's index of what it knows; disposable, rebuilt from the store.
+  fs::create_directories(bdir + "/cache", ec);
+  std::unique_ptr<pipeline::Index> index;
+  if (auto ix = pipeline::Index::open(bdir + "/cache/index.sqlite"); ix.ok()) {
+    index = std::move(*ix);
+    if (!index->rebuilt_reason().empty()) {
+      std::fprintf(stderr, "berth: the local index was rebuilt: %s\n",
+                   index->rebuilt_reason().c_str());
+    }
+    o.index = index.get();
+  } else {
+    std::fprintf(stderr, "berth: running without the local index: %s\n",
+                 ix.error().message().c_str());
+  }
 
   // 4. Run, with Ctrl-C ending running steps cleanly.
   Interrupts interrupts;

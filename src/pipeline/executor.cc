@@ -202,7 +202,24 @@ Result<std::string> Executor::key_for(size_t i) {
     auto& list = hashes[name];
     for (const InputItem& item : input.items) {
       if (item.kind == InputItem::Kind::kFile) {
+        // The index answers when the file's stamp is unchanged; a file is remembered
+        // only when its stamp was the same before and after hashing (index.h).
+        std::optional<FileStamp> before;
+        if (o_.index) {
+          if (auto st = FileStamp::of(item.path); st.ok()) {
+            before = *st;
+            if (auto known = o_.index->file_hash(item.path, *st)) {
+              list.push_back({"bytes", *known});
+              continue;
+            }
+          }
+        }
         BERTH_TRY(std::string h, hash_file_bytes(item.path));
+        if (o_.index && before) {
+          if (auto after = FileStamp::of(item.path); after.ok() && *after == *before) {
+            o_.index->remember_file(item.path, *before, h);
+          }
+        }
         list.push_back({"bytes", h});
       } else {
         const auto& up = report_.steps[item.step].outputs;
@@ -220,9 +237,17 @@ Result<std::string> Executor::key_for(size_t i) {
 }
 
 std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key) {
-  auto row = store_.get_row(store::row_address(kStepsRow, key));
-  if (!row.ok() || !row->has_value()) return std::nullopt;
-  json j = json::parse(**row, nullptr, false);
+  // The index remembers rows this machine has read or written; the store is the
+  // authority, and every object is still checked there.
+  std::optional<std::string> text;
+  if (o_.index) text = o_.index->step_row(key);
+  if (!text) {
+    auto row = store_.get_row(store::row_address(kStepsRow, key));
+    if (!row.ok() || !row->has_value()) return std::nullopt;
+    text = **row;
+    if (o_.index) o_.index->remember_step(key, *text);
+  }
+  json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.contains("outputs") || !j["outputs"].is_object()) {
     report_.problems.push_back(fmt::format("step '{}': the row for key {} does not parse; "
                                            "recomputing",
@@ -421,6 +446,7 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   row["provenance"] = prov;
   auto put = store_.put_row(store::row_address(kStepsRow, key), row.dump());
   if (!put.ok()) return failed(put.error().message());
+  if (o_.index) o_.index->remember_step(key, put->created ? row.dump() : put->existing);
   if (!put->created) {
     // Another computation of this key won; it must mean the same (spec 06).
     json theirs = json::parse(put->existing, nullptr, false);
@@ -481,6 +507,8 @@ Result<RunReport> Executor::run() {
   BERTH_CHECK(check_fits());
   BERTH_CHECK(read_tool_versions());
   if (::pipe2(wake_, O_CLOEXEC) != 0) return fail(Errc::kIo, "pipe: " + std::string(std::strerror(errno)));
+  // One transaction for the run's index writes: a 10,000-step rerun is one commit.
+  if (o_.index) (void)o_.index->begin();
 
   std::set<size_t> prepared;             // keyed and found not cached: waiting for a grant
   std::map<size_t, std::string> keys;
@@ -586,6 +614,7 @@ Result<RunReport> Executor::run() {
     }
   }
   for (auto& t : threads_) t.join();
+  if (o_.index) (void)o_.index->commit();  // a failed commit only loses the cache
   ::close(wake_[0]);
   ::close(wake_[1]);
   for (auto& rec : report_.steps) {

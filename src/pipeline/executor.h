@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "launch/spawn.h"
+#include "pipeline/index.h"
 #include "pipeline/graph.h"
 #include "place/pool.h"
 #include "place/render.h"
@@ -85,6 +86,9 @@ struct RunOptions {
   // Readable when the run must stop (SIGINT): running steps are killed, nothing
   // partial is published, and the run reports what it did.
   int cancel_fd = -1;
+  // This machine's disposable index (index.h): file stamp -> hash and key -> row, so a
+  // no-op rerun stats its inputs instead of rehashing them. Absent: always hash.
+  Index* index = nullptr;
 };
 
 // Runs `graph`. Fails before anything runs when a step can never fit in the pool

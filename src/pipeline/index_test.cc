@@ -1,0 +1,374 @@
+#include "pipeline/index.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+namespace berth::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+class IndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "berth-index-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    db_ = (dir_ / "index.sqlite").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Index> open_ok(const IndexOptions& options = {}) {
+    auto index = Index::open(db_, options);
+    EXPECT_TRUE(index.ok()) << (index.ok() ? "" : index.error().message());
+    return index.ok() ? std::move(index).value() : nullptr;
+  }
+
+  std::string write(const std::string& name, const std::string& bytes) {
+    std::string p = (dir_ / name).string();
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+    return p;
+  }
+
+  // Runs raw SQL on the index file from outside the Index, as another program would.
+  void raw_sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+FileStamp stamp_of(const std::string& path) {
+  auto st = FileStamp::of(path);
+  EXPECT_TRUE(st.ok());
+  return st.ok() ? *st : FileStamp{};
+}
+
+TEST(FileStamp, MissingFileIsNotFound) {
+  auto st = FileStamp::of("/nonexistent/berth/index-test");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), Errc::kNotFound);
+  EXPECT_NE(st.error().message().find("/nonexistent/berth/index-test"), std::string::npos);
+}
+
+TEST_F(IndexTest, NewFileHasSchemaAndNoRebuildReason) {
+  auto index = open_ok();
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->rebuilt_reason(), "");
+  EXPECT_TRUE(fs::exists(db_));
+  EXPECT_EQ(index->step_row("k"), std::nullopt);
+  EXPECT_EQ(index->write_errors(), 0u);
+}
+
+TEST_F(IndexTest, FileHashRoundTripsAcrossReopen) {
+  std::string f = write("a.txt", "hello\n");
+  FileStamp st = stamp_of(f);
+  {
+    auto index = open_ok();
+    EXPECT_EQ(index->file_hash(f, st), std::nullopt);
+    index->remember_file(f, st, "sha256:abc");
+    EXPECT_EQ(index->file_hash(f, st), "sha256:abc");
+    index->remember_file(f, st, "sha256:def");  // replaces
+    EXPECT_EQ(index->file_hash(f, st), "sha256:def");
+  }
+  auto index = open_ok();
+  EXPECT_EQ(index->rebuilt_reason(), "");
+  EXPECT_EQ(index->file_hash(f, st), "sha256:def");
+  EXPECT_EQ(index->file_hash(f + ".other", st), std::nullopt);
+}
+
+TEST_F(IndexTest, StepRowRoundTripsBinaryBytes) {
+  std::string row = std::string("row\0with", 8) + "\xff bytes";
+  {
+    auto index = open_ok();
+    index->remember_step("key1", row);
+    index->remember_step("key2", "");
+    EXPECT_EQ(index->step_row("key1"), row);
+  }
+  auto index = open_ok();
+  EXPECT_EQ(index->step_row("key1"), row);
+  EXPECT_EQ(index->step_row("key2"), "");
+  EXPECT_EQ(index->step_row("key3"), std::nullopt);
+}
+
+TEST_F(IndexTest, AnyStampFieldChangedMisses) {
+  auto index = open_ok();
+  FileStamp base{1, 2, 3, 4, 5};
+  index->remember_file("p", base, "h");
+  ASSERT_EQ(index->file_hash("p", base), "h");
+  struct Case {
+    const char* field;
+    std::function<void(FileStamp&)> change;
+  };
+  const Case cases[] = {
+      {"dev", [](FileStamp& s) { s.dev = 9; }},
+      {"ino", [](FileStamp& s) { s.ino = 9; }},
+      {"size", [](FileStamp& s) { s.size = 9; }},
+      {"mtime_ns", [](FileStamp& s) { s.mtime_ns = 9; }},
+      {"ctime_ns", [](FileStamp& s) { s.ctime_ns = 9; }},
+  };
+  for (const Case& c : cases) {
+    FileStamp s = base;
+    c.change(s);
+    EXPECT_EQ(index->file_hash("p", s), std::nullopt) << c.field;
+  }
+}
+
+TEST_F(IndexTest, LargeDevAndInodeRoundTrip) {
+  auto index = open_ok();
+  FileStamp st{~0ull, (1ull << 63) + 7, 1, 2, 3};
+  index->remember_file("p", st, "h");
+  EXPECT_EQ(index->file_hash("p", st), "h");
+}
+
+TEST_F(IndexTest, TouchWithNewMtimeMisses) {
+  std::string f = write("a.txt", "hello\n");
+  FileStamp before = stamp_of(f);
+  auto index = open_ok();
+  index->remember_file(f, before, "h");
+  struct timespec times[2] = {{0, UTIME_OMIT}, {before.mtime_ns / 1'000'000'000 + 10, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, f.c_str(), times, 0), 0);
+  FileStamp after = stamp_of(f);
+  EXPECT_NE(after.mtime_ns, before.mtime_ns);
+  EXPECT_EQ(index->file_hash(f, after), std::nullopt);
+}
+
+TEST_F(IndexTest, RewriteWithSameMtimeButNewSizeMisses) {
+  std::string f = write("a.txt", "hello\n");
+  FileStamp before = stamp_of(f);
+  auto index = open_ok();
+  index->remember_file(f, before, "h");
+  write("a.txt", "hello, longer\n");
+  struct timespec times[2] = {{0, UTIME_OMIT},
+                              {before.mtime_ns / 1'000'000'000, before.mtime_ns % 1'000'000'000}};
+  ASSERT_EQ(utimensat(AT_FDCWD, f.c_str(), times, 0), 0);
+  FileStamp after = stamp_of(f);
+  EXPECT_EQ(after.mtime_ns, before.mtime_ns);
+  EXPECT_NE(after.size, before.size);
+  EXPECT_EQ(index->file_hash(f, after), std::nullopt);
+}
+
+TEST_F(IndexTest, ChmodChangesCtimeAndMisses) {
+  std::string f = write("a.txt", "hello\n");
+  FileStamp before = stamp_of(f);
+  auto index = open_ok();
+  index->remember_file(f, before, "h");
+  // The kernel's timestamp clock is coarse (a few ms): repeat until ctime moves.
+  FileStamp after = before;
+  mode_t mode = 0600;
+  for (int i = 0; i < 200 && after.ctime_ns == before.ctime_ns; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    mode = mode == 0600 ? 0640 : 0600;
+    ASSERT_EQ(chmod(f.c_str(), mode), 0);
+    after = stamp_of(f);
+  }
+  ASSERT_NE(after.ctime_ns, before.ctime_ns);
+  EXPECT_EQ(after.mtime_ns, before.mtime_ns);
+  EXPECT_EQ(after.size, before.size);
+  EXPECT_EQ(index->file_hash(f, after), std::nullopt);
+}
+
+TEST_F(IndexTest, GarbageFileIsRebuiltWithReason) {
+  {
+    auto index = open_ok();
+    index->remember_step("k", "row");
+  }
+  write("index.sqlite", std::string(8192, 'x'));
+  auto index = open_ok();
+  ASSERT_NE(index, nullptr);
+  EXPECT_NE(index->rebuilt_reason().find("not a readable database"), std::string::npos)
+      << index->rebuilt_reason();
+  EXPECT_EQ(index->step_row("k"), std::nullopt);
+  index->remember_step("k", "row2");
+  EXPECT_EQ(index->step_row("k"), "row2");
+  EXPECT_EQ(index->write_errors(), 0u);
+}
+
+TEST_F(IndexTest, TruncatedHeaderIsRebuilt) {
+  write("index.sqlite", "SQLite format 3");
+  auto index = open_ok();
+  ASSERT_NE(index, nullptr);
+  EXPECT_NE(index->rebuilt_reason(), "");
+  index->remember_step("k", "row");
+  EXPECT_EQ(index->step_row("k"), "row");
+}
+
+TEST_F(IndexTest, SchemaVersionMismatchIsRebuilt) {
+  {
+    auto index = open_ok();
+    index->remember_step("k", "row");
+  }
+  raw_sql("UPDATE meta SET value = '0' WHERE key = 'schema'");
+  auto index = open_ok();
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->rebuilt_reason(), "schema version 0, expected 1");
+  EXPECT_EQ(index->step_row("k"), std::nullopt);
+  // Rebuilt at the current version: the next open keeps it.
+  index.reset();
+  index = open_ok();
+  EXPECT_EQ(index->rebuilt_reason(), "");
+}
+
+TEST_F(IndexTest, ForeignDatabaseWithoutMetaIsRebuilt) {
+  raw_sql("CREATE TABLE other(x)");
+  auto index = open_ok();
+  ASSERT_NE(index, nullptr);
+  EXPECT_NE(index->rebuilt_reason().find("no schema version"), std::string::npos)
+      << index->rebuilt_reason();
+}
+
+TEST_F(IndexTest, MissingDirectoryIsAnIoError) {
+  auto index = Index::open((dir_ / "no" / "such" / "index.sqlite").string());
+  ASSERT_FALSE(index.ok());
+  EXPECT_EQ(index.error().code(), Errc::kIo);
+  EXPECT_NE(index.error().message().find("no/such/index.sqlite"), std::string::npos);
+}
+
+TEST_F(IndexTest, WriteBlockedByAnotherWriterIsCountedNotFatal) {
+  auto index = open_ok({.busy_timeout_ms = 20});
+  index->remember_step("before", "1");
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  index->remember_step("blocked", "2");
+  index->remember_file("f", FileStamp{}, "h");
+  EXPECT_EQ(index->write_errors(), 2u);
+  EXPECT_FALSE(index->begin().ok());
+  EXPECT_EQ(index->step_row("before"), "1");  // WAL: reads go on under a writer
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  index->remember_step("after", "3");
+  EXPECT_EQ(index->step_row("after"), "3");
+  EXPECT_EQ(index->step_row("blocked"), std::nullopt);
+  EXPECT_EQ(index->write_errors(), 2u);
+}
+
+TEST_F(IndexTest, BeginCommitNestAndCommitWithoutBeginFails) {
+  auto index = open_ok();
+  EXPECT_FALSE(index->commit().ok());
+  ASSERT_TRUE(index->begin().ok());
+  ASSERT_TRUE(index->begin().ok());
+  index->remember_step("k", "v");
+  ASSERT_TRUE(index->commit().ok());
+  ASSERT_TRUE(index->commit().ok());
+  index.reset();
+  index = open_ok();
+  EXPECT_EQ(index->step_row("k"), "v");
+}
+
+TEST_F(IndexTest, DestructorCommitsOpenTransaction) {
+  {
+    auto index = open_ok();
+    ASSERT_TRUE(index->begin().ok());
+    index->remember_step("k", "v");
+  }
+  auto index = open_ok();
+  EXPECT_EQ(index->step_row("k"), "v");
+}
+
+TEST_F(IndexTest, TenThousandWritesInOneTransactionAreFast) {
+  auto index = open_ok();
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(index->begin().ok());
+  for (int i = 0; i < 10000; ++i) {
+    FileStamp st{1, static_cast<uint64_t>(i), i, i, i};
+    index->remember_file("data/file-" + std::to_string(i), st, "sha256:" + std::to_string(i));
+  }
+  ASSERT_TRUE(index->commit().ok());
+  for (int i = 0; i < 10000; ++i) {
+    FileStamp st{1, static_cast<uint64_t>(i), i, i, i};
+    ASSERT_EQ(index->file_hash("data/file-" + std::to_string(i), st),
+              "sha256:" + std::to_string(i));
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(elapsed, std::chrono::seconds(1));
+  EXPECT_EQ(index->write_errors(), 0u);
+}
+
+TEST_F(IndexTest, ThreadsShareOneIndex) {
+  auto index = open_ok();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        std::string key = std::to_string(t) + "/" + std::to_string(i);
+        index->remember_step(key, key);
+        EXPECT_EQ(index->step_row(key), key);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(index->write_errors(), 0u);
+}
+
+// Two processes on one file: a child writes in batches while the parent writes and
+// reads. Neither loses a row, and the file passes SQLite's integrity check.
+TEST_F(IndexTest, TwoProcessesShareOneFile) {
+  // Create the file first so that neither side has to.
+  open_ok().reset();
+  constexpr int kRows = 2000;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // No gtest in the child: report through the exit status only.
+    auto opened = Index::open(db_);
+    if (!opened.ok()) _exit(2);
+    auto& index = *opened;
+    for (int i = 0; i < kRows; ++i) {
+      if (i % 100 == 0 && !index->begin().ok()) _exit(3);
+      index->remember_step("child/" + std::to_string(i), std::to_string(i));
+      if (i % 100 == 99 && !index->commit().ok()) _exit(4);
+    }
+    _exit(index->write_errors() == 0 ? 0 : 5);
+  }
+  auto index = open_ok();
+  for (int i = 0; i < kRows; ++i) {
+    index->remember_step("parent/" + std::to_string(i), std::to_string(i));
+    // Whatever the child has written so far is either absent or whole.
+    auto row = index->step_row("child/" + std::to_string(i / 2));
+    if (row) {
+      EXPECT_EQ(*row, std::to_string(i / 2));
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(index->write_errors(), 0u);
+  index.reset();
+
+  index = open_ok();
+  EXPECT_EQ(index->rebuilt_reason(), "");
+  for (int i = 0; i < kRows; ++i) {
+    EXPECT_EQ(index->step_row("child/" + std::to_string(i)), std::to_string(i));
+    EXPECT_EQ(index->step_row("parent/" + std::to_string(i)), std::to_string(i));
+  }
+  index.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "ok");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace berth::pipeline
