@@ -6,14 +6,19 @@
 // shares berth's memory until it execs, so starting it costs the same whatever berth's
 // size: no page tables are copied and mmap_lock is not taken for writing, which is what
 // makes fork() slow in a big or multi-threaded supervisor and serialises concurrent
-// forks. Measured with bench/launch (2,000 x /bin/true, two in flight, 2-CPU VM,
-// kernel 6.18, RelWithDebInfo):
-//   raw posix_spawn loop   4.0k spawns/s   the physical limit
-//   this spawner           4.0k spawns/s   0.99x of it
-//   vfork() + same child   4.0k spawns/s   (same kernel path; no gain, and vfork in C++
-//                                           is undefined-behaviour-adjacent)
-//   fork() + gate pipe     2.6k spawns/s   0.65x, and 0.26x with 1 GiB resident
-// so CLONE_VFORK it is. The numbers are printed by `bench/launch/run.sh`.
+// forks. Measured with bench/launch (2,000 x /bin/true, two in flight, median of
+// interleaved slices; a 2-CPU Firecracker VM, kernel 6.18, clang RelWithDebInfo; three
+// runs on a quiet machine):
+//   raw posix_spawn loop   1.3k-1.5k spawns/s   the physical limit
+//   this spawner           0.99x-1.02x of it
+//   vfork() + same child   0.98x-1.02x          (the same kernel path, but the child
+//                                               shares the caller's stack and frame)
+//   fork() + gate pipe     0.80x-0.84x, and 0.02x-0.05x with 1 GiB resident
+// so CLONE_VFORK it is, on a stack of its own so that the child runs a function rather
+// than the rest of spawn() (vfork's returns-twice hazards). `bench/launch/run.sh` prints
+// these numbers. glibc's posix_spawn reports exec failures through shared memory rather
+// than a pipe, which a CLONE_VM child could too; the pipe is kept because it is the
+// contract (failure.h) and costs four syscalls, within the noise above.
 //
 // The sequence. Parent, in spawn():
 //   1. refuse an empty argv; resolve argv[0] on the CHILD's PATH (search_path). A name
@@ -71,8 +76,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <string_view>
 #include <system_error>
@@ -87,8 +92,7 @@ namespace {
 #if defined(__clang__) && __has_attribute(disable_sanitizer_instrumentation)
 #define BERTH_CHILD_CODE __attribute__((disable_sanitizer_instrumentation, noinline))
 #else
-#define BERTH_CHILD_CODE \
-  __attribute__((no_sanitize("address", "thread", "undefined"), noinline))
+#define BERTH_CHILD_CODE __attribute__((no_sanitize("address", "thread", "undefined"), noinline))
 #endif
 
 // ThreadSanitizer intercepts clone() and runs its fork bookkeeping in the child, which
@@ -143,7 +147,7 @@ struct ChildArgs {
   const char* path = nullptr;  // what execve gets
   char* const* argv = nullptr;
   char* const* envp = nullptr;
-  const char* cwd = nullptr;  // nullptr = keep berth's
+  const char* cwd = nullptr;                // nullptr = keep berth's
   const unsigned long* cpu_mask = nullptr;  // nullptr = inherit berth's affinity
   size_t cpu_mask_bytes = 0;
   const std::pair<int, rlimit>* limits = nullptr;
@@ -198,8 +202,8 @@ BERTH_CHILD_CODE int child_main(void* p) {
   }
   int src[3] = {a.stdio[0], a.stdio[1], a.stdio[2]};
   if (src[0] < 0 || src[1] < 0 || src[2] < 0) {
-    int null_fd = static_cast<int>(
-        syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY));
+    int null_fd =
+        static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY));
     if (null_fd < 0) child_fail(errfd, SpawnStage::kStdio, errno);
     for (int& s : src) {
       if (s < 0) s = null_fd;
@@ -406,8 +410,10 @@ Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext
     constexpr int kBits = 8 * sizeof(unsigned long);
     int max_cpu = 0;
     for (int c : req.cpus) {
-      if (c < 0) return fail(Errc::kInvalidInput, prefix(ctx) + "CPU id " + std::to_string(c) +
-                                                      " is negative");
+      if (c < 0) {
+        return fail(Errc::kInvalidInput,
+                    prefix(ctx) + "CPU id " + std::to_string(c) + " is negative");
+      }
       if (c > max_cpu) max_cpu = c;
     }
     if (max_cpu >= kMaxCpuId) {
@@ -490,8 +496,8 @@ Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext
     return failure_error(rec, req, ctx, exec_path, path_env);
   }
   return fail(Errc::kInternal, prefix(ctx) + "starting '" + req.argv[0] +
-                                   "': the error pipe returned " + std::to_string(n) +
-                                   " bytes" + (n < 0 ? ": " + errno_text(read_errno) : ""));
+                                   "': the error pipe returned " + std::to_string(n) + " bytes" +
+                                   (n < 0 ? ": " + errno_text(read_errno) : ""));
 }
 
 }  // namespace

@@ -226,7 +226,7 @@ TEST_F(SpawnTest, StdioSourcesAmongZeroToTwoAreNotClobbered) {
   close(out[1]);
   close(err[1]);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ(read_all(err[0]), "3\n");       // the child's stdout went to our 2
+  EXPECT_EQ(read_all(err[0]), "3\n");        // the child's stdout went to our 2
   EXPECT_EQ(read_all(out[0]), "0\n1\n2\n");  // and its stderr to our 1
   close(out[0]);
   close(err[0]);
@@ -451,7 +451,8 @@ std::string signal_lines(pid_t pid) {
 TEST_F(SpawnTest, SignalDispositionsAndMaskAreReset) {
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
-  struct sigaction old_pipe {}, old_usr1 {};
+  struct sigaction old_pipe {};
+  struct sigaction old_usr1 {};
   sigaction(SIGPIPE, &ign, &old_pipe);
   sigaction(SIGUSR1, &ign, &old_usr1);
   sigset_t block, old_mask;

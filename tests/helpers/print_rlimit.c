@@ -16,9 +16,10 @@ int main(int argc, char** argv) {
   static const struct {
     const char* name;
     int resource;
-  } kLimits[] = {
-      {"nofile", RLIMIT_NOFILE}, {"core", RLIMIT_CORE}, {"stack", RLIMIT_STACK},
-      {"nproc", RLIMIT_NPROC}};
+  } kLimits[] = {{"nofile", RLIMIT_NOFILE},
+                 {"core", RLIMIT_CORE},
+                 {"stack", RLIMIT_STACK},
+                 {"nproc", RLIMIT_NPROC}};
   if (argc < 2) {
     fprintf(stderr, "usage: print_rlimit nofile|core|stack|nproc\n");
     return 2;
