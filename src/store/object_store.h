@@ -115,6 +115,11 @@ class ObjectStore {
   // How this store is named in messages and reports ("file:///x/store", "memory:").
   virtual std::string describe() const = 0;
 
+  // What a user must be told about this store, found when it was opened — e.g. a
+  // server that ignores conditional writes, so that leases may race (spec 06). Empty
+  // for most backends. A run prints these and puts them on its report.
+  virtual std::vector<std::string> notices() const { return {}; }
+
   // Stores `bytes` and returns their name. If the object is already present nothing is
   // written (write-once). Fails only when the backend fails.
   virtual Result<std::string> put_object(std::string_view bytes) = 0;

@@ -33,6 +33,7 @@ class TieredStore : public ObjectStore {
 
   // "tiered(local=<local>, shared=<shared>)".
   std::string describe() const override;
+  std::vector<std::string> notices() const override { return shared_->notices(); }
   Result<std::string> put_object(std::string_view bytes) override;
   Result<std::string> put_object_file(const std::string& path) override;
   Result<ObjectRead> get_object(std::string_view name) override;

@@ -100,7 +100,8 @@ Result<StoreUrl> parse_store_url(std::string_view url, std::string_view base_dir
   return bad(url, "expected file:///dir or s3://bucket/prefix");
 }
 
-Result<std::unique_ptr<ObjectStore>> open_store(const StoreUrl& url) {
+Result<std::unique_ptr<ObjectStore>> open_store(const StoreUrl& url, const Env& env) {
+  (void)env;
   if (url.scheme == StoreUrl::Scheme::kS3) {
     return fail(
         Errc::kUnsupported,

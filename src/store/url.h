@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "store/object_store.h"
+#include "util/env.h"
 #include "util/result.h"
 
 namespace berth::store {
@@ -36,8 +37,8 @@ struct StoreUrl {
 // empty (then a relative path is refused).
 Result<StoreUrl> parse_store_url(std::string_view url, std::string_view base_dir = {});
 
-// Opens the store `url` names: a FileStore (created when missing) for file://;
-// kUnsupported for s3:// until that backend is built.
-Result<std::unique_ptr<ObjectStore>> open_store(const StoreUrl& url);
+// Opens the store `url` names: a FileStore (created when missing) for file://; an
+// S3Store for s3://, configured from `env` (credentials, endpoint, region: s3_store.h).
+Result<std::unique_ptr<ObjectStore>> open_store(const StoreUrl& url, const Env& env);
 
 }  // namespace berth::store

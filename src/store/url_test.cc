@@ -71,7 +71,7 @@ TEST(StoreUrl, S3PartsAreSeparated) {
 }
 
 TEST(StoreUrl, OpeningS3IsUnsupportedForNow) {
-  auto s = open_store(*parse_store_url("s3://bucket/p"));
+  auto s = open_store(*parse_store_url("s3://bucket/p"), Env{});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), Errc::kUnsupported);
   EXPECT_NE(s.error().message().find("s3://bucket/p"), std::string::npos);
@@ -79,7 +79,7 @@ TEST(StoreUrl, OpeningS3IsUnsupportedForNow) {
 
 TEST(StoreUrl, OpeningFileCreatesTheStore) {
   testing::TempDir d;
-  auto s = open_store(*parse_store_url("file://" + d / "new/store"));
+  auto s = open_store(*parse_store_url("file://" + d / "new/store"), Env{});
   ASSERT_TRUE(s.ok()) << s.error().message();
   EXPECT_EQ((*s)->describe(), "file://" + d / "new/store");
   EXPECT_TRUE((*s)->put_object("x").ok());
