@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -24,7 +25,13 @@
 #include "pipeline/executor.h"
 #include "pipeline/graph.h"
 #include "pipeline/pipeline_file.h"
+#include "pipeline/lease.h"
+#include "pipeline/methods.h"
+#include "pipeline/worker.h"
+#include "store/file_store.h"
+#include "store/tiered_store.h"
 #include "store/url.h"
+#include "util/clock.h"
 #include "util/files.h"
 #include "util/strings.h"
 
@@ -41,7 +48,7 @@ std::string berth_dir_for(const std::string& pipeline_path) {
 
 Result<std::unique_ptr<store::ObjectStore>> open_store_url(const std::string& url) {
   BERTH_TRY(store::StoreUrl u, store::parse_store_url(url, fs::current_path().string()));
-  return store::open_store(u);
+  return store::open_store(u, Env::from_process());
 }
 
 std::string platform() {
@@ -105,10 +112,16 @@ struct RunFlags {
   std::string pipeline;
   std::string store;
   std::string results;
+  std::string cache;
   bool dry_run = false;
   bool fail_fast = false;
   bool keep_going = false;
   std::string format = "text";
+  // --worker [NAME]: absent, or the name given ("" = generate one).
+  std::optional<std::string> worker;
+  std::string worker_text;
+  CLI::Option* worker_opt = nullptr;
+  std::string lease = "10m";
 };
 
 std::string summary_line(const pipeline::RunReport& r) {
@@ -124,6 +137,44 @@ std::string summary_line(const pipeline::RunReport& r) {
                      r.elapsed_s);
 }
 
+std::string clock_text(double seconds) {
+  auto s = static_cast<long>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+// The progress line on a terminal: rewritten in place, at most ten times a second.
+std::function<void(const pipeline::Progress&)> progress_line() {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [last](const pipeline::Progress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (p.done != p.total && now - *last < std::chrono::milliseconds(100)) return;
+    *last = now;
+    std::string eta = p.eta_s < 0 ? "" : ", ETA " + clock_text(p.eta_s);
+    std::string deferred = p.deferred ? fmt::format(", {} claimed elsewhere", p.deferred) : "";
+    std::fprintf(stderr, "\r\033[K[%zu/%zu] %d executed, %d cached, %d failed, %zu running%s, %s%s",
+                 p.done, p.total, p.executed, p.cached, p.failed, p.running, deferred.c_str(),
+                 clock_text(p.elapsed_s).c_str(), eta.c_str());
+  };
+}
+
+// Step name -> what its key was computed from, in the previous run's report.
+std::map<std::string, std::string> previous_bases(const std::string& report_path) {
+  std::map<std::string, std::string> out;
+  auto text = files::read_file(report_path);
+  if (!text.ok()) return out;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array()) {
+    return out;
+  }
+  for (const auto& s : j["steps"]) {
+    if (!s.is_object() || !s.contains("name") || !s["name"].is_string()) continue;
+    if (!s.contains("basis") || !s["basis"].is_object()) continue;
+    out[s["name"].get<std::string>()] = s["basis"].dump();
+  }
+  return out;
+}
+
 int run_pipeline(const RunFlags& f) {
   // 1. The pipeline file, expanded and checked before anything runs.
   auto file = pipeline::read_pipeline(f.pipeline);
@@ -131,48 +182,110 @@ int run_pipeline(const RunFlags& f) {
   auto graph = pipeline::expand(*file, [](const std::string& p) { return files::exists(p); });
   if (!graph.ok()) return report(graph.error());
 
-  // 2. What berth was given, and the pool over it.
+  // 2. Worker mode is refused before anything runs when it could not divide anything.
+  std::string bdir = berth_dir_for(f.pipeline);
+  std::string worker;
+  std::chrono::milliseconds lease{0};
+  if (f.worker) {
+    if (f.worker->empty()) {
+      worker = pipeline::generate_worker_name(Clock::real(), getpid());
+    } else {
+      auto name = pipeline::check_worker_name(*f.worker);
+      if (!name.ok()) return report(name.error().with_context("--worker"));
+      worker = *name;
+    }
+    if (f.store.empty()) {
+      return report(Error(Errc::kInvalidInput,
+                          "--worker needs a shared store: give --store URL (a file:// directory "
+                          "every worker can reach, or s3://bucket/prefix); a worker without one "
+                          "has nobody to divide the work with and would compute the whole "
+                          "pipeline alone"));
+    }
+    auto d = pipeline::parse_duration(f.lease, "--lease");
+    if (!d.ok()) return report(d.error());
+    lease = *d;
+  }
+
+  // 3. What berth was given, and the pool over it.
   auto ctx = build_context(f.alloc, f.machine);
   if (!ctx.ok()) return report(ctx.error());
-  place::Pool pool(ctx->pool_nodes());
+  std::vector<place::PoolNode> nodes = ctx->pool_nodes();
+  if (f.worker) {
+    // A worker places steps on its own node only: the other nodes have workers of
+    // their own (srun -N 4 berth run ... --worker starts one on each).
+    std::string here;
+    for (const auto* n : ctx->allocation.up_nodes()) {
+      if (n->local) here = n->name;
+    }
+    if (!here.empty()) {
+      std::erase_if(nodes, [&](const place::PoolNode& n) { return n.name != here; });
+    }
+  }
+  place::Pool pool(nodes);
 
-  // 3. The store, the results and the staging area.
-  std::string bdir = berth_dir_for(f.pipeline);
+  // 4. The cache directory: this machine's index, staging area and (for a worker) its
+  // local object tier. One per worker by default: never one SQLite file shared over a
+  // network filesystem. An explicit --cache for a worker is guarded by a lock file.
+  std::string host;
+  for (const auto* n : ctx->allocation.up_nodes()) {
+    if (n->local) host = n->name;
+  }
+  std::string cache = !f.cache.empty() ? fs::absolute(f.cache).string()
+                      : f.worker      ? bdir + "/cache/workers/" + worker
+                                      : bdir + "/cache";
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  if (ec) return report(Error(Errc::kIo, fmt::format("cannot create {}: {}", cache, ec.message())));
+  std::optional<pipeline::CacheLock> lock;
+  if (f.worker && !f.cache.empty()) {
+    auto l = pipeline::CacheLock::acquire(cache, worker, host, Clock::real());
+    if (!l.ok()) return report(l.error().with_context("--cache"));
+    lock.emplace(std::move(*l));
+  }
+
+  // 5. The store: a worker reads and writes objects through a local tier, and always
+  // asks the shared store about rows and leases.
   std::string url = f.store.empty() ? "file://" + bdir + "/store" : f.store;
-  auto store = open_store_url(url);
-  if (!store.ok()) return report(store.error().with_context("--store"));
+  auto opened = open_store_url(url);
+  if (!opened.ok()) return report(opened.error().with_context("--store"));
+  std::unique_ptr<store::ObjectStore> store = std::move(*opened);
+  store::ObjectStore* shared = store.get();
+  if (f.worker) {
+    auto local = store::FileStore::open(cache + "/objects");
+    if (!local.ok()) return report(local.error().with_context("the worker's local tier"));
+    auto tiered = std::make_unique<store::TieredStore>(std::move(*local), std::move(store));
+    shared = &tiered->shared();
+    store = std::move(tiered);
+  }
+  for (const auto& n : store->notices()) std::fprintf(stderr, "berth: %s\n", n.c_str());
+
   pipeline::RunOptions o;
   o.results_dir = f.results.empty() ? (fs::path(bdir).parent_path() / "results").string()
                                     : f.results;
-  o.staging_dir = bdir + "/staging";
+  o.staging_dir = cache + "/staging";
   o.dry_run = f.dry_run;
   o.fail_fast = f.fail_fast;
   o.engine_version = std::string("berth ") + BERTH_VERSION + " (" + BERTH_GIT_COMMIT + ")";
   o.platform = platform();
-  for (const auto* n : ctx->allocation.up_nodes()) {
-    if (n->local) o.host = n->name;
-  }
-  if (o.host.empty() && !ctx->allocation.nodes.empty()) o.host = "";
+  o.host = host;
   o.machine = ctx->machine;
   o.launcher = &ctx->launcher;
-  bool tty = isatty(2) && f.format == "text";
-  size_t total = graph->steps.size();
-  if (tty) {
-    o.progress = [total](const pipeline::RunReport& r) {
-      using pipeline::StepState;
-      size_t done = static_cast<size_t>(r.count(StepState::kExecuted) + r.count(StepState::kCached) +
-                                        r.count(StepState::kFailed) + r.count(StepState::kSkipped));
-      std::fprintf(stderr, "\r\033[K[%zu/%zu] %d executed, %d cached, %d failed",
-                   done, total, r.count(StepState::kExecuted), r.count(StepState::kCached),
-                   r.count(StepState::kFailed));
-    };
+  o.shared = shared;
+  o.worker = worker;
+  std::string report_path = (f.worker || !f.cache.empty() ? cache : bdir) + "/last-run.json";
+  o.previous = previous_bases(report_path);
+  std::unique_ptr<pipeline::Leases> leases;
+  if (f.worker) {
+    leases = std::make_unique<pipeline::Leases>(*shared, worker, pipeline::Leases::new_token(),
+                                                Clock::real(), lease);
+    o.leases = leases.get();
   }
-  std::error_code ec;
+  bool tty = isatty(2) && f.format == "text";
+  if (tty) o.progress = progress_line();
   fs::create_directories(o.staging_dir, ec);
   // This machine's index of what it knows; disposable, rebuilt from the store.
-  fs::create_directories(bdir + "/cache", ec);
   std::unique_ptr<pipeline::Index> index;
-  if (auto ix = pipeline::Index::open(bdir + "/cache/index.sqlite"); ix.ok()) {
+  if (auto ix = pipeline::Index::open(cache + "/index.sqlite"); ix.ok()) {
     index = std::move(*ix);
     if (!index->rebuilt_reason().empty()) {
       std::fprintf(stderr, "berth: the local index was rebuilt: %s\n",
@@ -184,19 +297,20 @@ int run_pipeline(const RunFlags& f) {
                  ix.error().message().c_str());
   }
 
-  // 4. Run, with Ctrl-C ending running steps cleanly.
+  // 6. Run, with Ctrl-C ending running steps cleanly.
   Interrupts interrupts;
   o.cancel_fd = interrupts.cancel_fd();
-  auto rep = pipeline::run_graph(*graph, **store, pool, Env::from_process(), o);
+  auto rep = pipeline::run_graph(*graph, *store, pool, Env::from_process(), o);
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!rep.ok()) return report(rep.error());
 
-  // 5. The report: stored with the run, kept beside the pipeline, printed.
+  // 7. The report: stored with the run, kept beside the pipeline, printed.
   std::string j = pipeline::report_json(*rep);
   if (!f.dry_run) {
-    auto addr = store::row_address("runs", fmt::format("{}-{}", rep->started, getpid()));
-    (void)(*store)->put_row(addr, j);
-    (void)files::write_file_atomic(bdir + "/last-run.json", j);
+    auto addr = store::row_address(
+        "runs", fmt::format("{}-{}{}", rep->started, worker.empty() ? "" : worker + "-", getpid()));
+    (void)shared->put_row(addr, j);
+    (void)files::write_file_atomic(report_path, j);
   }
   if (f.format == "json") {
     std::fwrite(j.data(), 1, j.size(), stdout);
@@ -204,7 +318,9 @@ int run_pipeline(const RunFlags& f) {
     for (const auto& s : rep->steps) {
       if (f.dry_run || s.state == pipeline::StepState::kFailed ||
           s.state == pipeline::StepState::kRefused || s.state == pipeline::StepState::kSkipped) {
-        std::printf("%-9s %s%s%s\n", pipeline::step_state_name(s.state), s.name.c_str(),
+        bool would = f.dry_run && s.reason.rfind("would run", 0) == 0;
+        std::printf("%-9s %s%s%s\n", would ? "would-run" : pipeline::step_state_name(s.state),
+                    s.name.c_str(),
                     s.reason.empty() ? "" : ": ", s.reason.c_str());
       }
     }
@@ -212,6 +328,12 @@ int run_pipeline(const RunFlags& f) {
     for (const auto& d : rep->divergences) {
       std::printf("divergence: %s output %s: ours %s, theirs %s\n", d.step.c_str(),
                   d.output.c_str(), d.ours.c_str(), d.theirs.c_str());
+    }
+    if (f.worker) {
+      std::printf("worker %s: %d lease(s) acquired, %d deferral(s), %d re-arm(s), %d released, "
+                  "%d lock-free\n",
+                  worker.c_str(), rep->leases.acquired, rep->leases.held, rep->leases.rearms,
+                  rep->leases.released, rep->leases.lock_free);
     }
     std::printf("%s\n", summary_line(*rep).c_str());
   }
@@ -256,6 +378,8 @@ int run_report(const ReportFlags& f) {
       rec.cores = s.value("cores", "");
       rec.start_s = s.value("start_s", 0.0);
       rec.end_s = s.value("end_s", 0.0);
+      rec.reason = s.value("reason", "");
+      rec.computed_by = s.value("computed_by", "");
       r.steps.push_back(rec);
     }
     auto w = files::write_file_atomic(f.html, pipeline::report_html(r));
@@ -284,36 +408,14 @@ int run_methods(const MethodsFlags& f) {
   std::string url = f.store.empty() ? "file://" + berth_dir_for(f.pipeline) + "/store" : f.store;
   auto store = open_store_url(url);
   if (!store.ok()) return report(store.error());
-  std::set<std::string> engines, platforms, tools;
-  size_t outputs = 0;
+  std::vector<std::string> rows;
   for (const auto& s : (*j)["steps"]) {
     std::string key = s.value("key", "");
     if (key.empty()) continue;
     auto row = (*store)->get_row(store::row_address("steps", key));
-    if (!row.ok() || !row->has_value()) continue;
-    auto r = nlohmann::json::parse(**row, nullptr, false);
-    if (r.is_discarded() || !r.contains("provenance")) continue;
-    const auto& p = r["provenance"];
-    engines.insert(p.value("engine_version", "unknown"));
-    platforms.insert(p.value("platform", "unknown"));
-    if (p.contains("tools")) {
-      for (auto& [name, version] : p["tools"].items()) {
-        std::string v = version.is_string() ? version.get<std::string>() : "";
-        tools.insert(name + " (" + std::string(str::trim(v.substr(0, v.find('\n')))) + ")");
-      }
-    }
-    outputs += r["outputs"].size();
+    if (row.ok() && row->has_value()) rows.push_back(**row);
   }
-  auto list = [](const std::set<std::string>& s) {
-    return str::join(std::vector<std::string>(s.begin(), s.end()), "; ");
-  };
-  std::string text = fmt::format(
-      "The {} output(s) of pipeline '{}' were computed with {} on {}{}. Every result is stored "
-      "under the SHA-256 of its bytes and keyed by the hash of its command, parameters, "
-      "inputs' canonical hashes and tool versions, so that each can be traced to exactly what "
-      "produced it.\n",
-      outputs, j->value("pipeline", ""), list(engines), list(platforms),
-      tools.empty() ? "" : ", using " + list(tools));
+  std::string text = pipeline::methods_paragraph(j->value("pipeline", ""), rows);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return kExitOk;
 }
@@ -392,6 +494,15 @@ std::function<int()> setup_run(CLI::App& app) {
   app.add_option("pipeline", f->pipeline, "The pipeline file")->required();
   app.add_option("--store", f->store, "Store URL (default file://<dir>/.berth/store)");
   app.add_option("--results", f->results, "Results directory (default <dir>/results)");
+  app.add_option("--cache", f->cache,
+                 "Cache directory: index, staging (default <dir>/.berth/cache, and "
+                 "<dir>/.berth/cache/workers/NAME for a worker)");
+  f->worker_opt = app.add_option("--worker", f->worker_text,
+                 "Run as one of any number of workers dividing the pipeline through leases "
+                 "in the shared --store; NAME is generated when not given")
+      ->expected(0, 1);
+  app.add_option("--lease", f->lease, "How long a worker's claim on a step holds")
+      ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
   app.add_flag("--fail-fast", f->fail_fast, "Stop starting steps after the first failure");
   app.add_flag("--keep-going", f->keep_going, "Run every independent step (the default)");
@@ -400,7 +511,10 @@ std::function<int()> setup_run(CLI::App& app) {
       ->capture_default_str();
   add_machine_flags(app, f->machine);
   add_alloc_flags(app, f->alloc);
-  return [f] { return run_pipeline(*f); };
+  return [f] {
+    if (f->worker_opt->count() > 0) f->worker = f->worker_text;
+    return run_pipeline(*f);
+  };
 }
 
 std::function<int()> setup_report(CLI::App& app) {

@@ -75,6 +75,12 @@ Result<alloc::Allocation> discover_allocation(const Env& env, const AllocFlags& 
     o.default_hostfile = kSystemDefaultHostfile;
   }
   alloc::LocalHost local = local_host();
+  // Inside a Slurm task, the node's name as Slurm knows it — the name the allocation
+  // lists — which need not be what gethostname() says (a NodeHostname mapping, an FQDN,
+  // several slurmd on one host).
+  if (auto n = env.get("SLURMD_NODENAME"); n && !n->empty() && n->size() < 256) {
+    local.aliases.push_back(*n);
+  }
   return alloc::discover(alloc::Input{env, o, local});
 }
 

@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -20,6 +22,7 @@
 
 #include "launch/job.h"
 #include "pipeline/canonical.h"
+#include "pipeline/canonicaliser.h"
 #include "pipeline/command.h"
 #include "pipeline/key.h"
 #include "place/launcher.h"
@@ -102,10 +105,10 @@ Result<CanonicalHash> hash_output(const std::string& path, const std::string& fo
   BERTH_TRY(CanonicalForm form, parse_canonical_form(form_text));
   if (form.kind == CanonicalForm::Kind::kBytes) return CanonicalHash{form.name(), object};
   BERTH_TRY(std::string bytes, files::read_file(path, 1ull << 32));
-  CommandHook hook = [](const std::vector<std::string>& argv, std::string_view) {
-    return Result<std::string>(fail(Errc::kUnsupported,
-                                    fmt::format("canonicaliser commands ('{}') are not run yet",
-                                                str::join(argv, " "))));
+  // A user's canonicaliser runs in the step's staging directory, like the step.
+  std::string cwd = fs::path(path).parent_path().parent_path().string();
+  CommandHook hook = [&cwd](const std::vector<std::string>& argv, std::string_view in) {
+    return run_canonicaliser(argv, in, cwd);
   };
   return canonical_hash(form, bytes, hook);
 }
@@ -119,13 +122,43 @@ Result<void> link_or_copy(const std::string& src, const std::string& dst) {
   return Ok{};
 }
 
+// Who a provenance record says computed the outputs.
+std::string computed_by(const json& prov) {
+  for (const char* k : {"worker", "host"}) {
+    if (prov.contains(k) && prov[k].is_string() && !prov[k].get<std::string>().empty()) {
+      return prov[k].get<std::string>();
+    }
+  }
+  return "";
+}
+
 struct Done {
-  size_t step;
+  size_t step = 0;
   StepRecord record;
   std::vector<Divergence> divergences;
   std::vector<std::string> problems;
   uint64_t grant = 0;
 };
+
+// The shape of a placement request. Steps of one shape wait in one queue, so that a
+// scan that finds a shape does not fit now skips every other step of it: granting
+// stays linear in the steps started, not quadratic in the steps waiting.
+using Shape = std::tuple<int, int, int, int>;  // tasks, cpus per task, gpus, nodes (-1: any)
+
+Shape shape_of(const Step& s) {
+  return {s.tasks, std::max(1, s.cores / std::max(1, s.tasks)), s.gpus, s.nodes.value_or(-1)};
+}
+
+place::Request request_of(const Step& s) {
+  place::Request r;
+  r.tasks = s.tasks;
+  r.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
+  r.gpus = s.gpus;
+  r.nodes = s.nodes;
+  return r;
+}
+
+std::string short_hash(std::string_view text) { return sha256_hex(text).substr(0, 16); }
 
 class Executor {
  public:
@@ -138,15 +171,31 @@ class Executor {
  private:
   Result<void> read_tool_versions();
   Result<void> check_fits();
-  // Computes the step's key from its inputs' hashes; fails for an unreadable input.
-  Result<std::string> key_for(size_t i);
-  // A cached result: every output's object verified and materialised. nullopt when
-  // the store has no (usable) result for the key.
+  // The step's key from its inputs' hashes, and what it was computed from (basis);
+  // fails for an unreadable input.
+  Result<std::string> key_for(size_t i, std::string* basis);
+  // A cached result: the row read, every output's object present and (unless a dry
+  // run) verified and materialised. nullopt when the store has no usable result.
   std::optional<StepRecord> try_cached(size_t i, const std::string& key);
-  void start(size_t i, place::Grant grant, std::string key);
+  // Keys a ready step, then: cached → finished; dry run → "would run"; held by another
+  // worker → deferred; otherwise queued for a placement.
+  void prepare(size_t i);
+  // Starts queued steps while the pool grants them.
+  void grant_queued();
+  // Worker mode: claims step i's key. False when another worker holds it (deferred).
+  bool claim(size_t i);
+  void start(size_t i, place::Grant grant);
   Done execute(size_t i, const place::Placement& p, const std::string& key);
   Result<void> materialize_results(const StepRecord& r, std::vector<std::string>* problems);
+  // A step ended: record it, count it, and release or ready what depends on it.
+  void settle(size_t i, StepRecord rec);
   void skip_dependents(size_t i, const std::string& why);
+  void set_state(size_t i, StepState st);
+  void rearm();
+  void notify();
+  // Why a step must run: what differs from the previous run's basis.
+  std::string explain(size_t i, const std::string& basis) const;
+  store::ObjectStore& rows() { return o_.shared ? *o_.shared : store_; }
   double now_s() const {
     return std::chrono::duration<double>(SteadyClock::now() - t0_).count();
   }
@@ -159,11 +208,29 @@ class Executor {
   ToolVersions tools_;
   SteadyClock::time_point t0_;
   RunReport report_;
-  std::vector<std::thread> threads_;
+
+  // Scheduling: every structure here is touched by the run() thread only.
+  std::vector<int> waiting_;                     // unfinished deps per step
+  std::vector<std::vector<size_t>> dependents_;  // steps that read each step
+  std::deque<size_t> ready_;                     // deps done, not yet keyed
+  std::map<Shape, std::deque<size_t>> queued_;   // keyed, not cached: waiting for a grant
+  size_t queued_count_ = 0;
+  std::vector<size_t> deferred_;                 // claimed by another worker
+  std::vector<std::string> keys_;
+  std::vector<std::optional<unsigned>> claims_;  // lease generation this worker holds
+  std::vector<char> running_flag_;
+  std::map<size_t, std::thread> threads_;
+  size_t running_ = 0;
+  size_t max_running_ = 0;
+  bool stop_new_ = false;
+  bool cancelled_ = false;
+  std::map<StepState, int> counts_;
+  double executed_seconds_ = 0;
+
+  // Finished steps, handed from their threads to run().
   std::mutex mu_;
   std::vector<Done> done_;
   int wake_[2] = {-1, -1};
-  size_t running_ = 0;
   std::atomic<uint64_t> staging_seq_{0};
 };
 
@@ -179,14 +246,13 @@ Result<void> Executor::read_tool_versions() {
 }
 
 Result<void> Executor::check_fits() {
-  for (const Step& s : g_.steps) {
+  // One check per distinct request: a 10,000-step fan-out has one shape.
+  std::map<Shape, size_t> seen;
+  for (size_t i = 0; i < g_.steps.size(); ++i) seen.emplace(shape_of(g_.steps[i]), i);
+  for (const auto& [shape, i] : seen) {
+    const Step& s = g_.steps[i];
     place::Pool empty(pool_.nodes());
-    place::Request r;
-    r.tasks = s.tasks;
-    r.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
-    r.gpus = s.gpus;
-    r.nodes = s.nodes;
-    auto g = empty.grant(r);
+    auto g = empty.grant(request_of(s));
     if (!g.ok()) {
       return fail(Errc::kRefused, fmt::format("{}: step '{}' can never run here: {}", g_.path,
                                               s.name, g.error().message()));
@@ -195,32 +261,37 @@ Result<void> Executor::check_fits() {
   return Ok{};
 }
 
-Result<std::string> Executor::key_for(size_t i) {
+Result<std::string> Executor::key_for(size_t i, std::string* basis) {
   const Step& s = g_.steps[i];
   InputHashes hashes;
+  InputHashes shape;  // the same inputs with no hashes: for the recipe
+  json jin = json::object();
   for (const auto& [name, input] : s.inputs) {
     auto& list = hashes[name];
+    json items = json::array();
     for (const InputItem& item : input.items) {
+      shape[name].push_back({"bytes", ""});
       if (item.kind == InputItem::Kind::kFile) {
         // The index answers when the file's stamp is unchanged; a file is remembered
         // only when its stamp was the same before and after hashing (index.h).
         std::optional<FileStamp> before;
+        std::optional<std::string> known;
         if (o_.index) {
           if (auto st = FileStamp::of(item.path); st.ok()) {
             before = *st;
-            if (auto known = o_.index->file_hash(item.path, *st)) {
-              list.push_back({"bytes", *known});
-              continue;
+            known = o_.index->file_hash(item.path, *st);
+          }
+        }
+        if (!known) {
+          BERTH_TRY(std::string h, hash_file_bytes(item.path));
+          if (o_.index && before) {
+            if (auto after = FileStamp::of(item.path); after.ok() && *after == *before) {
+              o_.index->remember_file(item.path, *before, h);
             }
           }
+          known = std::move(h);
         }
-        BERTH_TRY(std::string h, hash_file_bytes(item.path));
-        if (o_.index && before) {
-          if (auto after = FileStamp::of(item.path); after.ok() && *after == *before) {
-            o_.index->remember_file(item.path, *before, h);
-          }
-        }
-        list.push_back({"bytes", h});
+        list.push_back({"bytes", *known});
       } else {
         const auto& up = report_.steps[item.step].outputs;
         auto it = up.find(item.output);
@@ -231,9 +302,65 @@ Result<std::string> Executor::key_for(size_t i) {
         }
         list.push_back({it->second.form, it->second.canonical});
       }
+      items.push_back(json::array({item.text, list.back().tagged()}));
+    }
+    jin[name] = std::move(items);
+  }
+  ToolVersions no_versions;
+  json jtools = json::object();
+  for (const auto& t : s.tools) {
+    no_versions[t] = "";
+    auto v = tools_.find(t);
+    jtools[t] = short_hash(v == tools_.end() ? "" : v->second);
+  }
+  BERTH_TRY(std::string key, key_of(s, hashes, tools_));
+  if (basis) {
+    BERTH_TRY(std::string recipe, key_of(s, shape, no_versions));
+    json b;
+    b["command"] = describe_command(s);
+    b["recipe"] = recipe.substr(0, 16);
+    b["inputs"] = std::move(jin);
+    b["tools"] = std::move(jtools);
+    *basis = b.dump();
+  }
+  return key;
+}
+
+std::string Executor::explain(size_t i, const std::string& basis) const {
+  auto prev = o_.previous.find(g_.steps[i].name);
+  if (prev == o_.previous.end()) return "new: no earlier run of this step is recorded here";
+  json a = json::parse(prev->second, nullptr, false);
+  json b = json::parse(basis, nullptr, false);
+  if (a.is_discarded() || !a.is_object() || b.is_discarded()) {
+    return "new: the earlier run's record of this step is unreadable";
+  }
+  std::vector<std::string> why;
+  if (a.value("command", "") != b.value("command", "")) why.push_back("its command changed");
+  else if (a.value("recipe", "") != b.value("recipe", "")) {
+    why.push_back("its params, environment or outputs changed");
+  }
+  const json& ai = a.contains("inputs") && a["inputs"].is_object() ? a["inputs"] : json::object();
+  for (auto& [name, items] : b["inputs"].items()) {
+    if (!ai.contains(name)) {
+      why.push_back(fmt::format("input '{}' is new", name));
+    } else if (ai[name] != items) {
+      std::vector<std::string> what;
+      for (size_t k = 0; k < items.size(); ++k) {
+        if (k >= ai[name].size() || ai[name][k] != items[k]) {
+          what.push_back(items[k][0].get<std::string>());
+        }
+      }
+      why.push_back(what.empty() ? fmt::format("input '{}' changed", name)
+                                 : fmt::format("input '{}' changed ({})", name,
+                                               str::join(what, ", ")));
     }
   }
-  return key_of(s, hashes, tools_);
+  const json& at = a.contains("tools") && a["tools"].is_object() ? a["tools"] : json::object();
+  for (auto& [name, v] : b["tools"].items()) {
+    if (!at.contains(name) || at[name] != v) why.push_back(fmt::format("tool '{}' changed", name));
+  }
+  if (why.empty()) return "its result is not in the store (never published, or removed)";
+  return str::join(why, "; ");
 }
 
 std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key) {
@@ -241,14 +368,19 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   // authority, and every object is still checked there.
   std::optional<std::string> text;
   if (o_.index) text = o_.index->step_row(key);
+  bool from_index = text.has_value();
   if (!text) {
-    auto row = store_.get_row(store::row_address(kStepsRow, key));
-    if (!row.ok() || !row->has_value()) return std::nullopt;
-    text = **row;
-    if (o_.index) o_.index->remember_step(key, *text);
+    auto row = rows().get_row(store::row_address(kStepsRow, key));
+    if (!row.ok()) {
+      report_.problems.push_back(fmt::format("step '{}': {}", g_.steps[i].name,
+                                             row.error().message()));
+      return std::nullopt;
+    }
+    if (!row->has_value()) return std::nullopt;
+    text = std::move(**row);
   }
   json j = json::parse(*text, nullptr, false);
-  if (j.is_discarded() || !j.contains("outputs") || !j["outputs"].is_object()) {
+  if (j.is_discarded() || !j.is_object() || !j.contains("outputs") || !j["outputs"].is_object()) {
     report_.problems.push_back(fmt::format("step '{}': the row for key {} does not parse; "
                                            "recomputing",
                                            g_.steps[i].name, key));
@@ -257,23 +389,35 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   StepRecord r = report_.steps[i];
   r.key = key;
   for (const std::string& out : g_.steps[i].outputs) {
-    if (!j["outputs"].contains(out)) return std::nullopt;
+    if (!j["outputs"].contains(out) || !j["outputs"][out].is_object()) return std::nullopt;
     const json& o = j["outputs"][out];
-    StepRecord::Output rec{o.value("object", ""), o.value("form", "bytes"),
-                           o.value("canonical", "")};
+    auto str_field = [&](const char* k, const char* def) {
+      return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string(def);
+    };
+    StepRecord::Output rec{str_field("object", ""), str_field("form", "bytes"),
+                           str_field("canonical", "")};
+    if (!store::check_object_name(rec.object).ok()) return std::nullopt;
     auto has = store_.has_object(rec.object);
     if (!has.ok() || !*has) return std::nullopt;
     r.outputs[out] = rec;
   }
+  if (o_.index && !from_index) o_.index->remember_step(key, *text);
   // A cache hit adopts the record of the run that computed it.
   if (j.contains("provenance") && j["provenance"].is_object()) {
-    r.node = j["provenance"].value("host", "");
-    r.cores = j["provenance"].value("cores", "");
+    const json& p = j["provenance"];
+    r.provenance = p.dump();
+    r.computed_by = computed_by(p);
+    if (p.contains("host") && p["host"].is_string()) r.node = p["host"].get<std::string>();
+    if (p.contains("cores") && p["cores"].is_string()) r.cores = p["cores"].get<std::string>();
   }
-  std::vector<std::string> problems;
-  if (!materialize_results(r, &problems).ok() || !problems.empty()) {
-    for (auto& p : problems) report_.problems.push_back(p);
-    return std::nullopt;  // a corrupt object is recomputed
+  if (!o_.dry_run) {
+    std::vector<std::string> problems;
+    auto m = materialize_results(r, &problems);
+    if (!m.ok()) problems.push_back(m.error().message());
+    if (!problems.empty()) {
+      for (auto& p : problems) report_.problems.push_back(p);
+      return std::nullopt;  // a corrupt or missing object is recomputed
+    }
   }
   r.state = StepState::kCached;
   r.reason = "cached: the store has a result for this key";
@@ -282,12 +426,19 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
 
 Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std::string>* problems) {
   std::string dir = fmt::format("{}/{}", o_.results_dir, r.name);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return fail(Errc::kIo, fmt::format("cannot create {}: {}", dir, ec.message()));
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+    return fail(Errc::kIo, fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+  }
   for (const auto& [out, rec] : r.outputs) {
     std::string dest = dir + "/" + out;
-    fs::remove(dest, ec);  // a materialised file is replaced, never written into
+    // A result already in place, unchanged since it was verified, is not touched:
+    // a no-op rerun stats instead of rehashing.
+    if (o_.index) {
+      if (auto st = FileStamp::of(dest); st.ok()) {
+        if (o_.index->file_hash(dest, *st) == rec.object) continue;
+      }
+    }
+    // materialize() replaces `dest` atomically, never writing into it.
     auto got = store_.materialize(rec.object, dest);
     if (!got.ok()) return got.error();
     if (!got->present()) {
@@ -295,6 +446,10 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
                               ? fmt::format("step '{}': object {} of output '{}' is missing",
                                             r.name, rec.object, out)
                               : fmt::format("step '{}': {}", r.name, got->problem));
+      continue;
+    }
+    if (o_.index) {
+      if (auto st = FileStamp::of(dest); st.ok()) o_.index->remember_file(dest, *st, rec.object);
     }
   }
   return Ok{};
@@ -310,30 +465,45 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   r.node = p.nodes.empty() ? o_.host : p.nodes[0];
   r.cores = place::format_ids(p.cores.empty() ? std::vector<int>{} : p.cores[0]);
   r.start_s = now_s();
+  std::string started = iso_now();
+  std::string stage;
+  auto cleanup = [&] {
+    if (stage.empty()) return;
+    std::error_code ec;
+    fs::remove_all(stage, ec);
+  };
   auto failed = [&](std::string why, int code = 1) {
     r.state = StepState::kFailed;
     r.reason = std::move(why);
     r.exit_code = code;
     r.end_s = now_s();
+    cleanup();
     return d;
   };
 
   // 1. A staging directory of its own: inputs linked in, outputs written there.
-  std::string stage = fmt::format("{}/{}.{}.{}", o_.staging_dir, s.name, key.substr(0, 12),
-                                  staging_seq_++);
-  std::error_code ec;
-  fs::remove_all(stage, ec);
-  fs::create_directories(stage + "/in", ec);
-  fs::create_directories(stage + "/out", ec);
-  if (ec) return failed(fmt::format("cannot create staging directory {}: {}", stage, ec.message()));
+  stage = fmt::format("{}/{}.{}.{}", o_.staging_dir, s.name, key.substr(0, 12), staging_seq_++);
+  {
+    std::error_code ec;
+    fs::remove_all(stage, ec);
+  }
+  for (const std::string& dir : {stage, stage + "/in", stage + "/out"}) {
+    if (::mkdir(dir.c_str(), 0777) != 0) {
+      return failed(fmt::format("cannot create staging directory {}: {}", dir,
+                                std::strerror(errno)));
+    }
+  }
   StagedPaths paths;
+  json prov_inputs = json::object();
   for (const auto& [name, input] : s.inputs) {
+    json items = json::array();
     for (size_t k = 0; k < input.items.size(); ++k) {
       const InputItem& item = input.items[k];
       std::string dest = fmt::format("{}/in/{}.{}", stage, name, k);
       if (item.kind == InputItem::Kind::kFile) {
         auto linked = link_or_copy(item.path, dest);
         if (!linked.ok()) return failed(linked.error().message());
+        items.push_back({{"file", item.text}});
       } else {
         const auto& rec = report_.steps[item.step].outputs.at(item.output);
         auto got = store_.materialize(rec.object, dest);
@@ -342,9 +512,12 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
           return failed(fmt::format("input '{}' ({}) is not in the store: {}", name, item.text,
                                     got->problem));
         }
+        items.push_back({{"step", g_.steps[item.step].name}, {"output", item.output},
+                         {"object", rec.object}, {"canonical", rec.form + " " + rec.canonical}});
       }
       paths.inputs[name].push_back(dest);
     }
+    prov_inputs[name] = std::move(items);
   }
   for (const std::string& out : s.outputs) paths.outputs[out] = stage + "/out/" + out;
   auto cmd = render_command(s, paths);
@@ -405,19 +578,17 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
       r.state = StepState::kCancelled;
       r.reason = "cancelled";
       r.end_s = now_s();
-      fs::remove_all(stage, ec);
+      cleanup();
       return d;
     }
-    fs::remove_all(stage, ec);
     return failed(why, outcome->exit_code);
   }
 
   // 3. Publish: every output as an object, then — only then — the row.
   json outputs = json::object();
   for (const std::string& out : s.outputs) {
-    std::string path = paths.outputs[out];
+    const std::string& path = paths.outputs[out];
     if (!files::exists(path)) {
-      fs::remove_all(stage, ec);
       return failed(fmt::format("declared output '{}' was not written ({})", out, path));
     }
     auto object = store_.put_object_file(path);
@@ -435,40 +606,206 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   row["outputs"] = outputs;
   json prov;
   prov["command"] = describe_command(s);
+  prov["inputs"] = std::move(prov_inputs);
+  prov["params"] = json::object();
+  for (const auto& [k, v] : s.params) prov["params"][k] = v.text;
   prov["tools"] = json::object();
   for (const auto& t : s.tools) prov["tools"][t] = tools_.count(t) ? tools_.at(t) : "";
   prov["engine_version"] = o_.engine_version;
   prov["platform"] = o_.platform;
   prov["host"] = r.node;
   prov["cores"] = r.cores;
-  prov["start"] = iso_now();
+  prov["gpus"] = p.gpus;
+  prov["tasks"] = s.tasks;
+  if (!o_.worker.empty()) prov["worker"] = o_.worker;
+  prov["start"] = started;
+  prov["end"] = iso_now();
   prov["elapsed_s"] = r.end_s - r.start_s;
   row["provenance"] = prov;
-  auto put = store_.put_row(store::row_address(kStepsRow, key), row.dump());
+  std::string mine = row.dump();
+  auto put = rows().put_row(store::row_address(kStepsRow, key), mine);
   if (!put.ok()) return failed(put.error().message());
-  if (o_.index) o_.index->remember_step(key, put->created ? row.dump() : put->existing);
+  r.provenance = prov.dump();
+  r.computed_by = computed_by(prov);
   if (!put->created) {
-    // Another computation of this key won; it must mean the same (spec 06).
+    // Another computation of this key published first; the row it wrote carries its
+    // outputs' canonical hashes, so this worker learns without another read whether
+    // the winner meant the same (spec 06). Either way the winner's row is in force.
     json theirs = json::parse(put->existing, nullptr, false);
+    bool readable = !theirs.is_discarded() && theirs.is_object() && theirs.contains("outputs") &&
+                    theirs["outputs"].is_object();
     for (auto& [out, rec] : r.outputs) {
-      std::string other = theirs.is_discarded() ? "" : theirs["outputs"][out].value("canonical", "");
+      const json* o = readable && theirs["outputs"].contains(out) ? &theirs["outputs"][out] : nullptr;
+      std::string other = o && o->is_object() ? o->value("canonical", "") : "";
+      std::string object = o && o->is_object() ? o->value("object", "") : "";
       if (other != rec.canonical) d.divergences.push_back({s.name, key, out, rec.canonical, other});
-      if (!theirs.is_discarded()) rec.object = theirs["outputs"][out].value("object", rec.object);
+      if (store::check_object_name(object).ok()) rec.object = object;
+    }
+    if (readable && theirs.contains("provenance") && theirs["provenance"].is_object()) {
+      r.provenance = theirs["provenance"].dump();  // the record of the bytes in force
+      r.computed_by = computed_by(theirs["provenance"]);
     }
   }
+  if (o_.index) o_.index->remember_step(key, put->created ? mine : put->existing);
   auto m = materialize_results(r, &d.problems);
-  fs::remove_all(stage, ec);
+  cleanup();
   if (!m.ok()) return failed(m.error().message());
   r.state = StepState::kExecuted;
   r.exit_code = 0;
   return d;
 }
 
-void Executor::start(size_t i, place::Grant grant, std::string key) {
-  report_.steps[i].state = StepState::kPending;
+void Executor::set_state(size_t i, StepState st) {
+  StepState& cur = report_.steps[i].state;
+  if (cur != StepState::kPending) --counts_[cur];
+  cur = st;
+  if (st != StepState::kPending) ++counts_[st];
+}
+
+void Executor::notify() {
+  if (!o_.progress) return;
+  Progress p;
+  p.total = g_.steps.size();
+  for (const auto& [st, n] : counts_) p.done += static_cast<size_t>(n);
+  p.running = running_;
+  p.deferred = deferred_.size();
+  p.executed = counts_[StepState::kExecuted];
+  p.cached = counts_[StepState::kCached];
+  p.failed = counts_[StepState::kFailed];
+  p.skipped = counts_[StepState::kSkipped];
+  p.elapsed_s = now_s();
+  if (p.executed > 0) {
+    double mean = executed_seconds_ / p.executed;
+    double left = static_cast<double>(p.total - p.done);
+    p.eta_s = mean * left / static_cast<double>(std::max<size_t>(1, max_running_));
+  }
+  o_.progress(p);
+}
+
+void Executor::skip_dependents(size_t i, const std::string& why) {
+  std::vector<size_t> stack(dependents_[i].begin(), dependents_[i].end());
+  while (!stack.empty()) {
+    size_t j = stack.back();
+    stack.pop_back();
+    if (report_.steps[j].state != StepState::kPending || running_flag_[j]) continue;
+    set_state(j, StepState::kSkipped);
+    report_.steps[j].reason = why;
+    for (size_t k : dependents_[j]) stack.push_back(k);
+  }
+}
+
+void Executor::settle(size_t i, StepRecord rec) {
+  StepState st = rec.state;
+  rec.state = report_.steps[i].state;
+  report_.steps[i] = std::move(rec);
+  set_state(i, st);
+  if (st == StepState::kExecuted) executed_seconds_ += report_.steps[i].end_s - report_.steps[i].start_s;
+  if (st == StepState::kExecuted || st == StepState::kCached) {
+    for (size_t j : dependents_[i]) {
+      if (--waiting_[j] == 0 && report_.steps[j].state == StepState::kPending) ready_.push_back(j);
+    }
+    return;
+  }
+  const char* what = st == StepState::kRefused ? "was refused" : st == StepState::kCancelled
+                                                                     ? "was interrupted"
+                                                                     : "failed";
+  skip_dependents(i, fmt::format("not run: '{}' {}", report_.steps[i].name, what));
+  if (st == StepState::kFailed && o_.fail_fast) stop_new_ = true;
+}
+
+void Executor::prepare(size_t i) {
+  StepRecord& rec = report_.steps[i];
+  if (rec.state != StepState::kPending) return;
+  if (keys_[i].empty() || rec.basis.empty()) {
+    std::string basis;
+    auto key = key_for(i, &basis);
+    if (!key.ok()) {
+      StepRecord r = rec;
+      r.state = StepState::kFailed;
+      r.reason = key.error().message();
+      settle(i, std::move(r));
+      return;
+    }
+    keys_[i] = *key;
+    rec.key = *key;
+    rec.basis = std::move(basis);
+  }
+  if (auto cached = try_cached(i, keys_[i])) {
+    cached->basis = rec.basis;
+    settle(i, std::move(*cached));
+    return;
+  }
+  if (o_.dry_run) {
+    // Dependents stay pending: their inputs are not known until this runs.
+    set_state(i, StepState::kSkipped);
+    rec.reason = "would run: " + explain(i, rec.basis);
+    return;
+  }
+  rec.reason = explain(i, rec.basis);
+  queued_[shape_of(g_.steps[i])].push_back(i);
+  ++queued_count_;
+}
+
+bool Executor::claim(size_t i) {
+  StepRecord& rec = report_.steps[i];
+  auto c = o_.leases->acquire(keys_[i]);
+  if (!c.ok()) {
+    // The lease only saves work: a store that cannot take one costs duplicates, not
+    // the run (spec 06).
+    report_.problems.push_back(fmt::format("step '{}': lease: {}; running it without one",
+                                           rec.name, c.error().message()));
+    return true;
+  }
+  switch (c->outcome) {
+    case Leases::Outcome::kHeld:
+      ++report_.leases.held;
+      rec.reason = fmt::format("claimed by worker '{}'", c->holder);
+      deferred_.push_back(i);
+      return false;
+    case Leases::Outcome::kAcquired:
+      ++report_.leases.acquired;
+      claims_[i] = c->generation;
+      return true;
+    case Leases::Outcome::kLockFree:
+      ++report_.leases.lock_free;
+      return true;
+  }
+  return true;
+}
+
+void Executor::grant_queued() {
+  for (auto& [shape, queue] : queued_) {
+    while (!queue.empty() && !stop_new_ && !cancelled_) {
+      size_t i = queue.front();
+      auto grant = pool_.grant(request_of(g_.steps[i]));
+      if (grant.ok() && !grant->has_value()) break;  // this shape waits for a release
+      queue.pop_front();
+      --queued_count_;
+      if (!grant.ok()) {
+        StepRecord r = report_.steps[i];
+        r.state = StepState::kRefused;
+        r.reason = grant.error().message();
+        settle(i, std::move(r));
+        continue;
+      }
+      // Claim the key only now, with a placement in hand: a worker claims what it is
+      // about to run, never its whole queue.
+      if (o_.leases && !claim(i)) {
+        pool_.release((*grant)->id);
+        continue;
+      }
+      start(i, std::move(**grant));
+    }
+  }
+}
+
+void Executor::start(size_t i, place::Grant grant) {
+  running_flag_[i] = 1;
   ++running_;
-  threads_.emplace_back([this, i, grant = std::move(grant), key = std::move(key)] {
-    Done d = execute(i, grant.placement, key);
+  max_running_ = std::max(max_running_, running_);
+  report_.steps[i].start_s = now_s();
+  threads_.emplace(i, std::thread([this, i, grant = std::move(grant)] {
+    Done d = execute(i, grant.placement, keys_[i]);
     d.grant = grant.id;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -476,124 +813,118 @@ void Executor::start(size_t i, place::Grant grant, std::string key) {
     }
     char c = 1;
     [[maybe_unused]] ssize_t w = ::write(wake_[1], &c, 1);
-  });
+  }));
+  notify();
 }
 
-void Executor::skip_dependents(size_t i, const std::string& why) {
-  for (size_t j = i + 1; j < g_.steps.size(); ++j) {
-    for (size_t dep : g_.steps[j].deps) {
-      auto st = report_.steps[dep].state;
-      if (dep == i || st == StepState::kSkipped || st == StepState::kFailed) {
-        if (report_.steps[j].state == StepState::kPending) {
-          report_.steps[j].state = StepState::kSkipped;
-          report_.steps[j].reason = why;
-        }
-      }
-    }
-  }
+void Executor::rearm() {
+  ++report_.leases.rearms;
+  for (size_t i : deferred_) ready_.push_back(i);
+  deferred_.clear();
 }
 
 Result<RunReport> Executor::run() {
   t0_ = SteadyClock::now();
   report_.pipeline = g_.name;
   report_.store = store_.describe();
+  report_.worker = o_.worker;
+  report_.notices = store_.notices();
   report_.started = iso_now();
-  for (const Step& s : g_.steps) {
-    StepRecord r;
-    r.name = s.name;
-    report_.steps.push_back(r);
+  size_t n = g_.steps.size();
+  report_.steps.resize(n);
+  waiting_.assign(n, 0);
+  dependents_.assign(n, {});
+  keys_.assign(n, "");
+  claims_.assign(n, std::nullopt);
+  running_flag_.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    report_.steps[i].name = g_.steps[i].name;
+    waiting_[i] = static_cast<int>(g_.steps[i].deps.size());
+    for (size_t dep : g_.steps[i].deps) dependents_[dep].push_back(i);
+    if (waiting_[i] == 0) ready_.push_back(i);
   }
   // Before anything runs: every step must be able to fit, every tool must answer.
   BERTH_CHECK(check_fits());
   BERTH_CHECK(read_tool_versions());
+  if (!o_.dry_run && ::mkdir(o_.results_dir.c_str(), 0777) != 0 && errno != EEXIST) {
+    return fail(Errc::kIo, fmt::format("cannot create {}: {}", o_.results_dir,
+                                       std::strerror(errno)));
+  }
   if (::pipe2(wake_, O_CLOEXEC) != 0) return fail(Errc::kIo, "pipe: " + std::string(std::strerror(errno)));
-  // One transaction for the run's index writes: a 10,000-step rerun is one commit.
+  // The run's index writes are batched, committed every second or so: a 10,000-step
+  // rerun is a few commits, and a killed run loses at most a second of what it learnt.
   if (o_.index) (void)o_.index->begin();
+  auto last_commit = SteadyClock::now();
 
-  std::set<size_t> prepared;             // keyed and found not cached: waiting for a grant
-  std::map<size_t, std::string> keys;
-  bool cancelled = false;
-  bool stop_new = false;
+  auto backoff = o_.backoff_min;
+  auto next_rearm = SteadyClock::time_point::max();
+  size_t deferred_before_rearm = 0;
+  bool judged = true;  // whether the last re-arm's effect has been judged
   for (;;) {
-    // Start every ready step that fits, in graph order.
-    for (size_t i = 0; i < g_.steps.size() && !cancelled; ++i) {
-      StepRecord& rec = report_.steps[i];
-      if (rec.state != StepState::kPending || rec.start_s < 0) continue;
-      bool ready = true;
-      for (size_t dep : g_.steps[i].deps) {
-        auto st = report_.steps[dep].state;
-        ready &= st == StepState::kExecuted || st == StepState::kCached;
-      }
-      if (!ready) continue;
-      if (!keys.count(i)) {
-        auto key = key_for(i);
-        if (!key.ok()) {
-          rec.state = StepState::kFailed;
-          rec.reason = key.error().message();
-          skip_dependents(i, fmt::format("not run: '{}' failed", rec.name));
-          continue;
-        }
-        keys[i] = *key;
-        if (auto cached = try_cached(i, *key)) {
-          rec = *cached;
-          if (o_.progress) o_.progress(report_);
-          i = static_cast<size_t>(-1);  // a new result may make earlier steps ready
-          continue;
-        }
-        if (o_.dry_run) {
-          rec.state = StepState::kSkipped;
-          rec.key = *key;
-          rec.reason = "would run: no result in the store for its key";
-          continue;
-        }
-      }
-      if (stop_new) continue;
-      place::Request r;
-      const Step& s = g_.steps[i];
-      r.tasks = s.tasks;
-      r.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
-      r.gpus = s.gpus;
-      r.nodes = s.nodes;
-      auto grant = pool_.grant(r);
-      if (!grant.ok()) {
-        rec.state = StepState::kRefused;
-        rec.reason = grant.error().message();
-        skip_dependents(i, fmt::format("not run: '{}' was refused", rec.name));
-        continue;
-      }
-      if (!grant->has_value()) continue;  // waits for a release
-      rec.start_s = -1;                    // marks it running
-      start(i, std::move(**grant), keys[i]);
-      if (o_.progress) o_.progress(report_);
+    while (!ready_.empty() && !cancelled_ && !stop_new_) {
+      size_t i = ready_.front();
+      ready_.pop_front();
+      prepare(i);
+      notify();
     }
-    if (o_.dry_run) {
-      // A dry run stops at the first step whose inputs it cannot know.
-      for (auto& rec : report_.steps) {
-        if (rec.state == StepState::kPending) {
-          rec.state = StepState::kSkipped;
-          rec.reason = "would run: an input it reads would be recomputed";
-        }
-      }
-      break;
+    if (!judged && ready_.empty()) {
+      // A re-arm that found work (done elsewhere, or a claim expired) starts the
+      // backoff again; one that found everything still claimed doubles it.
+      judged = true;
+      backoff = deferred_.size() < deferred_before_rearm
+                    ? o_.backoff_min
+                    : std::min(o_.backoff_max, backoff * 2);
     }
-    if (running_ == 0) break;
-
-    // Wait for a step to end, or for the run to be cancelled.
+    grant_queued();
+    if (o_.index && SteadyClock::now() - last_commit > std::chrono::seconds(1)) {
+      (void)o_.index->commit();
+      (void)o_.index->begin();
+      last_commit = SteadyClock::now();
+    }
+    if (running_ == 0 && queued_count_ > 0 && !stop_new_ && !cancelled_) {
+      // Nothing runs and still nothing fits: it never will (a reservation holds it).
+      for (auto& [shape, queue] : queued_) {
+        for (size_t i : queue) {
+          StepRecord r = report_.steps[i];
+          r.state = StepState::kRefused;
+          r.reason = "does not fit in the pool even with nothing else running";
+          settle(i, std::move(r));
+        }
+        queue.clear();
+      }
+      queued_count_ = 0;
+      continue;
+    }
+    bool idle = running_ == 0 && ready_.empty();
+    if (idle && (deferred_.empty() || cancelled_ || stop_new_)) break;
+    if (!deferred_.empty() && next_rearm == SteadyClock::time_point::max()) {
+      next_rearm = SteadyClock::now() + backoff;
+    }
+    int timeout_ms = -1;
+    if (next_rearm != SteadyClock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_rearm -
+                                                                        SteadyClock::now());
+      timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+    }
+    // Wait for a step to end, the run to be cancelled, or the next re-arm. This thread
+    // is the only one that waits between scopes: no step thread is ever blocked here.
     pollfd fds[2] = {{wake_[0], POLLIN, 0}, {o_.cancel_fd, POLLIN, 0}};
-    int n = ::poll(fds, o_.cancel_fd >= 0 && !cancelled ? 2 : 1, -1);
-    if (n < 0 && errno == EINTR) continue;
-    if (o_.cancel_fd >= 0 && (fds[1].revents & POLLIN) && !cancelled) {
-      cancelled = true;  // running jobs see the same descriptor and end themselves
-      for (auto& rec : report_.steps) {
-        if (rec.state == StepState::kPending && rec.start_s >= 0) {
-          rec.state = StepState::kCancelled;
-          rec.reason = "not run: the run was interrupted";
-        }
-      }
+    int got = ::poll(fds, o_.cancel_fd >= 0 && !cancelled_ ? 2 : 1, timeout_ms);
+    if (got < 0 && errno == EINTR) continue;
+    if (o_.cancel_fd >= 0 && !cancelled_ && (fds[1].revents & POLLIN)) {
+      cancelled_ = true;  // running jobs see the same descriptor and end themselves
     }
     if (fds[0].revents & POLLIN) {
-      char buf[64];
+      char buf[256];
       [[maybe_unused]] ssize_t r = ::read(wake_[0], buf, sizeof buf);
+    }
+    if (next_rearm != SteadyClock::time_point::max() && SteadyClock::now() >= next_rearm) {
+      next_rearm = SteadyClock::time_point::max();
+      if (!cancelled_ && !stop_new_) {
+        deferred_before_rearm = deferred_.size();
+        judged = false;
+        rearm();
+      }
     }
     std::vector<Done> finished;
     {
@@ -602,26 +933,37 @@ Result<RunReport> Executor::run() {
     }
     for (Done& d : finished) {
       --running_;
+      running_flag_[d.step] = 0;
+      if (auto t = threads_.find(d.step); t != threads_.end()) {
+        t->second.join();
+        threads_.erase(t);
+      }
       pool_.release(d.grant);
-      report_.steps[d.step] = d.record;
       for (auto& dv : d.divergences) report_.divergences.push_back(dv);
       for (auto& p : d.problems) report_.problems.push_back(p);
-      if (d.record.state == StepState::kFailed) {
-        skip_dependents(d.step, fmt::format("not run: '{}' failed", d.record.name));
-        if (o_.fail_fast) stop_new = true;
+      bool ok = d.record.state == StepState::kExecuted;
+      if (!ok && claims_[d.step] && o_.leases) {
+        // A failed or interrupted step hands its key back: another worker may do it.
+        if (o_.leases->release(keys_[d.step], *claims_[d.step]).ok()) ++report_.leases.released;
       }
-      if (o_.progress) o_.progress(report_);
+      claims_[d.step].reset();
+      settle(d.step, std::move(d.record));
+      notify();
     }
   }
-  for (auto& t : threads_) t.join();
+  for (auto& [i, t] : threads_) t.join();
   if (o_.index) (void)o_.index->commit();  // a failed commit only loses the cache
   ::close(wake_[0]);
   ::close(wake_[1]);
-  for (auto& rec : report_.steps) {
-    if (rec.state == StepState::kPending) {
-      rec.state = cancelled ? StepState::kCancelled : StepState::kSkipped;
-      if (rec.reason.empty()) rec.reason = cancelled ? "not run: the run was interrupted"
-                                                     : "not run: --fail-fast";
+  for (size_t i = 0; i < n; ++i) {
+    StepRecord& rec = report_.steps[i];
+    if (rec.state != StepState::kPending) continue;
+    if (o_.dry_run) {
+      set_state(i, StepState::kSkipped);
+      rec.reason = "would run: an input it reads would be recomputed";
+    } else {
+      set_state(i, cancelled_ ? StepState::kCancelled : StepState::kSkipped);
+      rec.reason = cancelled_ ? "not run: the run was interrupted" : "not run: --fail-fast";
     }
   }
   report_.elapsed_s = now_s();
@@ -634,84 +976,6 @@ Result<RunReport> run_graph(const Graph& graph, store::ObjectStore& store, place
                             const Env& parent, const RunOptions& options) {
   Executor e(graph, store, pool, parent, options);
   return e.run();
-}
-
-std::string report_json(const RunReport& r) {
-  json j;
-  j["version"] = 1;
-  j["pipeline"] = r.pipeline;
-  j["store"] = r.store;
-  j["started"] = r.started;
-  j["elapsed_s"] = r.elapsed_s;
-  for (StepState s : {StepState::kExecuted, StepState::kCached, StepState::kFailed,
-                      StepState::kSkipped, StepState::kRefused, StepState::kCancelled}) {
-    j[step_state_name(s)] = r.count(s);
-  }
-  j["divergences"] = json::array();
-  for (const auto& d : r.divergences) {
-    j["divergences"].push_back({{"step", d.step}, {"key", d.key}, {"output", d.output},
-                                {"ours", d.ours}, {"theirs", d.theirs}});
-  }
-  j["problems"] = r.problems;
-  j["steps"] = json::array();
-  for (const auto& s : r.steps) {
-    json o = json::object();
-    for (const auto& [name, out] : s.outputs) {
-      o[name] = {{"object", out.object}, {"form", out.form}, {"canonical", out.canonical}};
-    }
-    j["steps"].push_back({{"name", s.name}, {"state", step_state_name(s.state)}, {"key", s.key},
-                          {"reason", s.reason}, {"node", s.node}, {"cores", s.cores},
-                          {"start_s", s.start_s}, {"end_s", s.end_s}, {"exit_code", s.exit_code},
-                          {"outputs", o}});
-  }
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-}
-
-std::string report_html(const RunReport& r) {
-  // A timeline of steps on cores: one lane per node:core, one bar per executed step.
-  std::map<std::string, int> lanes;
-  for (const auto& s : r.steps) {
-    if (s.state != StepState::kExecuted) continue;
-    lanes.emplace(s.node + ":" + s.cores, 0);
-  }
-  int idx = 0;
-  for (auto& [k, v] : lanes) v = idx++;
-  double total = std::max(r.elapsed_s, 1e-3);
-  auto esc = [](std::string_view t) {
-    std::string o;
-    for (char c : t) {
-      if (c == '<') o += "&lt;";
-      else if (c == '>') o += "&gt;";
-      else if (c == '&') o += "&amp;";
-      else if (c == '"') o += "&quot;";
-      else o += c;
-    }
-    return o;
-  };
-  std::string bars;
-  for (const auto& s : r.steps) {
-    if (s.state != StepState::kExecuted) continue;
-    int lane = lanes[s.node + ":" + s.cores];
-    double x = 160 + 800 * s.start_s / total;
-    double w = std::max(2.0, 800 * (s.end_s - s.start_s) / total);
-    bars += fmt::format(
-        "<rect class=\"step\" data-step=\"{}\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" "
-        "height=\"18\"><title>{} {:.2f}-{:.2f}s</title></rect>\n",
-        esc(s.name), x, 30 + lane * 24, w, esc(s.name), s.start_s, s.end_s);
-  }
-  std::string labels;
-  for (const auto& [k, v] : lanes) {
-    labels += fmt::format("<text x=\"4\" y=\"{}\">{}</text>\n", 44 + v * 24, esc(k));
-  }
-  return fmt::format(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>berth run: {}</title>\n"
-      "<style>body{{font-family:sans-serif}} rect.step{{fill:#4a7}} "
-      "text{{font-size:12px}}</style></head><body>\n<h1>{}</h1>\n<p id=\"counts\">executed {}, "
-      "cached {}, failed {}, skipped {}, refused {}; {:.2f} s</p>\n"
-      "<svg id=\"timeline\" width=\"980\" height=\"{}\">\n{}{}</svg>\n</body></html>\n",
-      esc(r.pipeline), esc(r.pipeline), r.count(StepState::kExecuted), r.count(StepState::kCached),
-      r.count(StepState::kFailed), r.count(StepState::kSkipped), r.count(StepState::kRefused),
-      r.elapsed_s, 40 + static_cast<int>(lanes.size()) * 24, labels, bars);
 }
 
 }  // namespace berth::pipeline

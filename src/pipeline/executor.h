@@ -23,8 +23,9 @@
 #include <vector>
 
 #include "launch/spawn.h"
-#include "pipeline/index.h"
 #include "pipeline/graph.h"
+#include "pipeline/index.h"
+#include "pipeline/lease.h"
 #include "place/pool.h"
 #include "place/render.h"
 #include "store/object_store.h"
@@ -51,22 +52,55 @@ struct StepRecord {
     std::string object, form, canonical;
   };
   std::map<std::string, Output> outputs;
+  // What the key was computed from, as compact JSON (command, recipe hash, each
+  // input's tagged hashes, tool version hashes): a later --dry-run compares it with
+  // this run's to say what changed.
+  std::string basis;
+  // The provenance record of the run that computed the outputs (ours, or adopted from
+  // the row on a cache hit or a lost race), as JSON; empty when none is known.
+  std::string provenance;
+  // Who computed the outputs: the worker's name, or the host for an ordinary run.
+  std::string computed_by;
 };
 
 struct Divergence {
   std::string step, key, output, ours, theirs;
 };
 
+// What the leases did in a worker run (spec 06).
+struct LeaseStats {
+  int acquired = 0;   // claims this worker won
+  int held = 0;       // times a step was found claimed elsewhere and deferred
+  int lock_free = 0;  // keys whose generations were exhausted: run without a lease
+  int released = 0;   // keys handed back after a failure
+  int rearms = 0;     // waits between scopes for work claimed elsewhere
+};
+
 struct RunReport {
   std::string pipeline;
   std::string store;
+  std::string worker;  // worker mode: this worker's name
   std::string started;  // ISO-8601 UTC
   double elapsed_s = 0;
   std::vector<StepRecord> steps;  // graph order
   std::vector<Divergence> divergences;
   std::vector<std::string> problems;  // corrupt objects found, and the like
+  std::vector<std::string> notices;   // what the store said when opened (store notices())
+  LeaseStats leases;
   int count(StepState s) const;
   int exit_code() const;  // 0, or 1 when any step failed / was refused, 130 if cancelled
+};
+
+struct Progress {
+  size_t total = 0;
+  size_t done = 0;  // executed + cached + failed + skipped + refused + cancelled
+  size_t running = 0;
+  size_t deferred = 0;  // claimed by another worker
+  int executed = 0, cached = 0, failed = 0, skipped = 0;
+  double elapsed_s = 0;
+  // Seconds left, estimated from the executed steps' mean duration and the
+  // concurrency seen so far; negative while nothing has executed.
+  double eta_s = -1;
 };
 
 struct RunOptions {
@@ -81,15 +115,30 @@ struct RunOptions {
   // render it. Absent: every step must be placed on this node.
   const topo::MachineDescription* machine = nullptr;
   const place::Launcher* launcher = nullptr;
-  // Called with one line whenever a step starts or ends (progress).
-  std::function<void(const RunReport&)> progress;
+  // Called whenever a step starts or ends (progress), with the counts so far.
+  std::function<void(const Progress&)> progress;
   // Readable when the run must stop (SIGINT): running steps are killed, nothing
   // partial is published, and the run reports what it did.
   int cancel_fd = -1;
   // This machine's disposable index (index.h): file stamp -> hash and key -> row, so a
   // no-op rerun stats its inputs instead of rehashing them. Absent: always hash.
   Index* index = nullptr;
+  // Worker mode (spec 06): claims on step keys, over the shared store. A step whose
+  // key another worker holds is deferred; when nothing else is ready or running here
+  // the run waits — between scopes, no thread blocked — backing off from backoff_min to
+  // backoff_max, then re-arms the deferred steps. Absent: no leases (an ordinary run).
+  Leases* leases = nullptr;
+  std::chrono::milliseconds backoff_min{1000};
+  std::chrono::milliseconds backoff_max{30000};
+  // The store every worker sees, for step-row reads and writes (TieredStore::shared());
+  // null: `store` itself.
+  store::ObjectStore* shared = nullptr;
+  std::string worker;  // this worker's name, for provenance and the report
+  // Step name -> StepRecord::basis from the previous run, so a dry run can say
+  // "input changed" rather than "new".
+  std::map<std::string, std::string> previous;
 };
+
 
 // Runs `graph`. Fails before anything runs when a step can never fit in the pool
 // (naming the step and the resource), or when a tool's version cannot be read.

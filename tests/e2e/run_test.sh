@@ -75,7 +75,7 @@ expect_bad_input "placeholder naming nothing" "nothing" run "$T/e4.toml"
 # The report, its HTML timeline, the methods paragraph.
 run report pipeline.toml --html "$T/r.html"
 expect_eq "report: exit 0" "$RC" 0
-expect_eq "report html: a bar per executed step" "$(grep -c 'class="step"' "$T/r.html")" 1
+expect_eq "report html: a row per executed step" "$(grep -c '<tr class="executed"' "$T/r.html")" 1
 xmllint --html --noout "$T/r.html" 2>"$T/xerr" && ok "report html parses" || fail "html: $(cat "$T/xerr")"
 run methods pipeline.toml
 expect_contains "methods: names the engine" "$OUT" "berth 0."

@@ -1,0 +1,48 @@
+#include "pipeline/methods.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+namespace berth::pipeline {
+namespace {
+
+std::string row(const std::string& engine, const std::string& platform, int outputs = 1) {
+  std::string outs;
+  for (int i = 0; i < outputs; ++i) {
+    outs += fmt::format("{}\"o{}\":{{\"object\":\"x\"}}", i ? "," : "", i);
+  }
+  return fmt::format(R"({{"outputs":{{{}}},"provenance":{{"engine_version":"{}","platform":"{}",)"
+                     R"("tools":{{"sort":"sort (GNU coreutils) 9.1\nmore"}}}}}})",
+                     outs, engine, platform);
+}
+
+TEST(Methods, OneEngineOnePlatform) {
+  auto t = methods_paragraph("p", {row("berth 1", "Linux x86_64"), row("berth 1", "Linux x86_64")});
+  EXPECT_NE(t.find("The 2 output(s) of pipeline 'p' were computed with berth 1 on Linux x86_64, "
+                   "using sort (sort (GNU coreutils) 9.1)."),
+            std::string::npos)
+      << t;
+}
+
+TEST(Methods, NamesEveryDistinctEngineAndPlatform) {
+  // A mixed cluster: an ARM workstation beside x86 nodes, one worker on an older berth.
+  auto t = methods_paragraph("p", {row("berth 2", "Linux x86_64", 3), row("berth 1", "Linux aarch64"),
+                                   row("berth 2", "Linux x86_64")});
+  EXPECT_NE(t.find("berth 1 (1 output) and berth 2 (4 outputs)"), std::string::npos) << t;
+  EXPECT_NE(t.find("Linux aarch64 (1 output) and Linux x86_64 (4 outputs)"), std::string::npos) << t;
+}
+
+TEST(Methods, ThreeAreListedWithCommas) {
+  auto t = methods_paragraph("p", {row("a", "x"), row("b", "x"), row("c", "x")});
+  EXPECT_NE(t.find("a (1 output), b (1 output) and c (1 output)"), std::string::npos) << t;
+}
+
+TEST(Methods, UnreadableRowsAreCountedNotHidden) {
+  auto t = methods_paragraph("p", {row("a", "x"), "not json", R"({"outputs":{}})"});
+  EXPECT_NE(t.find("The provenance of 2 step(s) could not be read"), std::string::npos) << t;
+  EXPECT_NE(t.find("The 1 output(s)"), std::string::npos) << t;
+}
+
+}  // namespace
+}  // namespace berth::pipeline
