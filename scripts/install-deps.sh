@@ -11,6 +11,8 @@ PKGS=(
   libssl-dev libsqlite3-dev libcurl4-openssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 libxml2-utils hwloc slurm-client
+  # the S3 servers the s3:// store is tested against (scripts/services.sh)
+  swift-proxy swift-account swift-container swift-object nodejs npm curl
 )
 
 missing=()

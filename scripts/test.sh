@@ -23,6 +23,9 @@ else
   export SLURM_CONF=/tmp/berth-services/slurm/slurm.conf
   # shellcheck disable=SC1091
   . /tmp/berth-services/sge/env.sh
+  # The s3:// store's live tests (src/store/s3_store_test.cc) run against these.
+  export BERTH_TEST_S3_SWIFT=http://127.0.0.1:8080
+  export BERTH_TEST_S3RVER=http://127.0.0.1:4568
 fi
 
 ctest --preset dev "${exclude[@]}"

@@ -18,7 +18,7 @@
 //     read (spec 05 §4).
 //
 // Backends: FileStore (file://, safe for N processes), MemoryStore (unit tests), and
-// later S3 (s3://). TieredStore puts a local object cache in front of a shared store.
+// S3Store (s3://). TieredStore puts a local object cache in front of a shared store.
 //
 // Contract for every implementation:
 //   - Every method may be called from several threads at once.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "store/file_store.h"
+#include "store/s3_store.h"
 #include "util/strings.h"
 
 namespace berth::store {
@@ -101,11 +102,11 @@ Result<StoreUrl> parse_store_url(std::string_view url, std::string_view base_dir
 }
 
 Result<std::unique_ptr<ObjectStore>> open_store(const StoreUrl& url, const Env& env) {
-  (void)env;
   if (url.scheme == StoreUrl::Scheme::kS3) {
-    return fail(
-        Errc::kUnsupported,
-        fmt::format("{}: the S3 backend is not built yet; use a file:// store", url.to_string()));
+    // Credentials, region and endpoint come from `env` (spec 05 §8).
+    BERTH_TRY(S3Config config, S3Config::from_env(url.bucket, url.prefix, env));
+    BERTH_TRY(auto s3, S3Store::open(std::move(config)));
+    return std::unique_ptr<ObjectStore>(std::move(s3));
   }
   BERTH_TRY(auto fs, FileStore::open(url.path));
   return std::unique_ptr<ObjectStore>(std::move(fs));

@@ -4,8 +4,8 @@
 //   file://rel/dir         a FileStore in rel/dir relative to the caller's base
 //                          directory (the CLI passes the directory of the pipeline file
 //                          or the working directory); refused when no base is given
-//   s3://bucket[/prefix]   parsed and checked; opening one is kUnsupported until the S3
-//                          backend exists (issue 6)
+//   s3://bucket[/prefix]   an S3Store over HTTP with SigV4; credentials, region and
+//                          endpoint from the environment (s3_store.h, spec 05 §8)
 //
 // Anything else — another scheme, a bare path, an empty path, a query or fragment,
 // control characters — is kInvalidInput naming the URL. No percent-decoding is done:

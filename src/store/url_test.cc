@@ -70,11 +70,24 @@ TEST(StoreUrl, S3PartsAreSeparated) {
   EXPECT_EQ(r->prefix, "runs/2024");
 }
 
-TEST(StoreUrl, OpeningS3IsUnsupportedForNow) {
+TEST(StoreUrl, OpeningS3WithoutCredentialsNamesTheVariables) {
   auto s = open_store(*parse_store_url("s3://bucket/p"), Env{});
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().code(), Errc::kUnsupported);
+  EXPECT_EQ(s.error().code(), Errc::kInvalidInput);
   EXPECT_NE(s.error().message().find("s3://bucket/p"), std::string::npos);
+  EXPECT_NE(s.error().message().find("AWS_ACCESS_KEY_ID"), std::string::npos);
+}
+
+TEST(StoreUrl, OpeningS3WithABadEndpointNamesItsVariable) {
+  Env env;
+  env.set("AWS_ACCESS_KEY_ID", "AK");
+  env.set("AWS_SECRET_ACCESS_KEY", "SK");
+  env.set("AWS_ENDPOINT_URL", "localhost:9000");
+  auto s = open_store(*parse_store_url("s3://bucket/p"), env);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Errc::kInvalidInput);
+  EXPECT_NE(s.error().message().find("AWS_ENDPOINT_URL=\"localhost:9000\""), std::string::npos)
+      << s.error().message();
 }
 
 TEST(StoreUrl, OpeningFileCreatesTheStore) {
