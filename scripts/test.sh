@@ -4,7 +4,8 @@
 # inside a real local Slurm (4 nodes) and Grid Engine, which it starts and stops.
 #
 #   BERTH_FUZZ_SECONDS=N   seconds per fuzz target (default 15)
-#   BERTH_NO_SERVICES=1    do not start Slurm/Grid Engine; their tests are excluded
+#   BERTH_NO_SERVICES=1    do not start Slurm, Grid Engine or the S3 servers; their
+#                          tests are excluded
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -16,7 +17,7 @@ cmake --build --preset dev
 
 exclude=()
 if [[ -n ${BERTH_NO_SERVICES:-} ]]; then
-  exclude=(-LE 'slurm|sge')
+  exclude=(-LE 'slurm|sge|s3')
 else
   trap '"$ROOT/scripts/services.sh" stop >/dev/null 2>&1 || true' EXIT
   "$ROOT/scripts/services.sh" start
