@@ -12,7 +12,7 @@ PKGS=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 libxml2-utils hwloc slurm-client
   # the S3 servers the s3:// store is tested against (scripts/services.sh)
-  swift-proxy swift-account swift-container swift-object nodejs npm curl
+  swift-proxy swift-account swift-container swift-object curl
 )
 
 missing=()
@@ -21,6 +21,12 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
+# s3rver runs on Node.js with npm: Debian's packages only when no node/npm is on PATH
+# (a machine with another Node.js distribution has npm without Debian's package, and
+# Debian's npm would conflict with it).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 if ((${#missing[@]} == 0)); then
   exit 0
 fi
