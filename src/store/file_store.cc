@@ -164,7 +164,8 @@ Result<std::unique_ptr<FileStore>> FileStore::open(const std::string& dir_in, Op
   }
   BERTH_CHECK(posix::make_dirs(dir + "/objects"));
   BERTH_CHECK(posix::make_dirs(dir + "/rows"));
-  return std::unique_ptr<FileStore>(new FileStore(std::move(dir), options));
+  BERTH_TRY(auto barrier, posix::SyncBarrier::open(dir));
+  return std::unique_ptr<FileStore>(new FileStore(std::move(dir), options, std::move(barrier)));
 }
 
 std::string FileStore::object_path(std::string_view name) const {
@@ -229,6 +230,57 @@ Result<std::string> FileStore::put_object_file(const std::string& path) {
   return name;
 }
 
+Result<std::string> FileStore::adopt_object_file(const std::string& path) {
+  if (!options_.use_hard_links) return put_object_file(path);
+  // O_NOFOLLOW: a symlink is never linked into the store (link() would link the
+  // symlink itself); it is copied, following it, like any other odd file.
+  Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!in.valid()) {
+    if (errno == ELOOP) return put_object_file(path);
+    return posix::os_error(path, "open", errno);
+  }
+  struct stat before {};
+  if (::fstat(in.get(), &before) != 0) return posix::os_error(path, "stat", errno);
+  // Another link means someone else can reach the inode (a step that hard-linked an
+  // input, the user's own file, to its output): linking it in would let their edits
+  // change a stored object. Those are copied.
+  if (!S_ISREG(before.st_mode) || before.st_nlink != 1) {
+    in.reset();
+    return put_object_file(path);
+  }
+  // Read-only first, so that the stamp below is the one the stored copy keeps.
+  if (::fchmod(in.get(), 0444) != 0 || ::fstat(in.get(), &before) != 0) {
+    in.reset();
+    return put_object_file(path);
+  }
+  Sha256 hash;
+  BERTH_TRY(uint64_t n, posix::copy_hashing(in.get(), path, -1, "", hash));
+  (void)n;
+  struct stat after {};
+  if (::fstat(in.get(), &after) != 0) return posix::os_error(path, "stat", errno);
+  if (after.st_size != before.st_size || after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+      after.st_mtim.tv_nsec != before.st_mtim.tv_nsec || after.st_nlink != 1) {
+    return fail(Errc::kIo, fmt::format("{}: changed while it was being stored", path));
+  }
+  if (options_.fsync_objects) BERTH_CHECK(posix::fsync_fd(in.get(), path));
+  in.reset();
+  std::string name = std::string(kObjectNamePrefix) + hash.finish_hex();
+  std::string final = object_path(name);
+  std::string shard = posix::parent_dir(final);
+  BERTH_CHECK(posix::make_dirs(shard));
+  if (::link(path.c_str(), final.c_str()) == 0) {
+    if (options_.fsync_objects) BERTH_CHECK(posix::fsync_dir(shard));
+    return name;
+  }
+  int err = errno;
+  if (err == EEXIST) return name;  // write-once: the name fixes the contents
+  if (err == EXDEV || err == EPERM || err == EMLINK || err == ENOTSUP || err == EOPNOTSUPP ||
+      err == ENOSYS) {
+    return put_object_file(path);  // another filesystem, or no links: a copy
+  }
+  return posix::os_error(final, "link into place", err);
+}
+
 std::string FileStore::quarantine(std::string_view name, const std::string& path, uint64_t dev,
                                   uint64_t ino, const std::string& actual_hex) {
   std::string where = path;
@@ -255,20 +307,9 @@ Result<ObjectRead> FileStore::get_object(std::string_view name) {
   }
   struct stat st {};
   if (::fstat(f.get(), &st) != 0) return posix::os_error(path, "stat", errno);
-  r.bytes.resize(static_cast<size_t>(st.st_size));
-  size_t have = 0;
-  for (;;) {
-    if (have == r.bytes.size()) r.bytes.resize(have + 65536);  // it grew: keep reading
-    ssize_t n = ::read(f.get(), r.bytes.data() + have, r.bytes.size() - have);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return posix::os_error(path, "read", errno);
-    }
-    if (n == 0) break;
-    have += static_cast<size_t>(n);
-  }
-  r.bytes.resize(have);
-  std::string actual = sha256_hex(r.bytes);
+  Sha256 hash;
+  BERTH_CHECK(posix::read_hashing(f.get(), path, static_cast<size_t>(st.st_size), &r.bytes, hash));
+  std::string actual = hash.finish_hex();
   if (actual != hex_of(name)) {
     r.bytes.clear();
     r.found = Found::kCorrupt;
@@ -375,10 +416,16 @@ Result<RowPut> FileStore::put_row(std::string_view address, std::string_view byt
   if (!existing) {
     std::string parent = posix::parent_dir(path);
     BERTH_CHECK(posix::make_dirs(parent));
-    BERTH_TRY(std::string tmp, write_temp(parent, bytes, true));
+    BERTH_TRY(std::string tmp, write_temp(parent, bytes, false));
+    // The row's bytes, and every object written before it, reach the disk before the
+    // row can be seen (spec 05 §4): one syncfs for all the rows being put at once.
+    auto durable = barrier_->wait();
+    if (!durable.ok()) {
+      ::unlink(tmp.c_str());
+      return durable.error();
+    }
     BERTH_TRY(auto published, posix::publish(tmp, path, options_.use_hard_links));
     if (published == posix::Published::kCreated) {
-      BERTH_CHECK(posix::fsync_dir(parent));
       r.created = true;
       return r;
     }

@@ -19,16 +19,20 @@
 #include <string>
 
 #include "store/object_store.h"
+#include "store/posix_io.h"
 
 namespace berth::store {
 
 class FileStore : public ObjectStore {
  public:
   struct Options {
-    // fsync each object before publishing it. Rows are always synced: a row is
-    // write-once and unverifiable, so a torn one would block its address for good;
-    // a torn object is caught by verification and recomputed.
-    bool fsync_objects = true;
+    // fsync each object before publishing it. Without it an object is made durable
+    // at the latest before any row is published: every put_row first waits on a
+    // syncfs barrier shared by concurrent writers (spec 05 §4), so a row never names
+    // an object a crash could lose, and a row is never torn (it is write-once and
+    // unverifiable: a torn one would block its address for good). A torn object with
+    // no row is caught by verification and recomputed.
+    bool fsync_objects = false;
     // false skips link() and publishes with renameat2(RENAME_NOREPLACE), as on a
     // filesystem without hard links (tests of the fallback).
     bool use_hard_links = true;
@@ -51,6 +55,9 @@ class FileStore : public ObjectStore {
   std::string describe() const override;
   Result<std::string> put_object(std::string_view bytes) override;
   Result<std::string> put_object_file(const std::string& path) override;
+  // Links `path` into place after hashing it (no copy, no new inode) when it is a
+  // regular file with one link on this filesystem; otherwise put_object_file().
+  Result<std::string> adopt_object_file(const std::string& path) override;
   Result<ObjectRead> get_object(std::string_view name) override;
   Result<ObjectRead> get_object_to_file(std::string_view name,
                                         const std::string& dest_path) override;
@@ -63,7 +70,8 @@ class FileStore : public ObjectStore {
   Result<std::vector<std::string>> list_rows(std::string_view prefix) override;
 
  private:
-  FileStore(std::string dir, Options options) : dir_(std::move(dir)), options_(options) {}
+  FileStore(std::string dir, Options options, std::unique_ptr<posix::SyncBarrier> barrier)
+      : dir_(std::move(dir)), options_(options), barrier_(std::move(barrier)) {}
 
   // Moves a copy that failed verification to corrupt/, if `path` is still the inode
   // that was read (dev, ino), and returns the problem text for ObjectRead.
@@ -74,6 +82,7 @@ class FileStore : public ObjectStore {
 
   std::string dir_;
   Options options_;
+  std::unique_ptr<posix::SyncBarrier> barrier_;
 };
 
 }  // namespace berth::store

@@ -51,6 +51,123 @@ TEST(FileStore, LaysOutObjectsByHashAndRowsByAddress) {
   EXPECT_EQ(s->describe(), "file://" + d / "s");
 }
 
+// Files are copied and hashed inline up to a threshold and through a hasher thread
+// after it: every size around the switch-over must give the bytes' own name and a
+// verified copy of the same bytes, whichever path it took.
+TEST(FileStore, StreamsFilesOfEverySizeAroundTheInlineThreshold) {
+  testing::TempDir d;
+  auto s = open_or_die(d / "s");
+  for (size_t size : {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{262143},
+                      size_t{262144}, size_t{262145}, size_t{(3u << 20) + 17}}) {
+    std::string bytes(size, '\0');
+    for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>((i * 131 + size) % 251);
+    std::string src = d / ("src." + std::to_string(size));
+    ASSERT_TRUE(files::write_file_atomic(src, bytes).ok());
+    auto name = s->put_object_file(src);
+    ASSERT_TRUE(name.ok()) << name.error().message();
+    EXPECT_EQ(*name, object_name_of(bytes)) << size;
+    std::string dest = d / ("copy." + std::to_string(size));
+    auto got = s->get_object_to_file(*name, dest);
+    ASSERT_TRUE(got.ok() && got->present()) << size;
+    EXPECT_EQ(*files::read_file(dest, 1u << 30), bytes) << size;
+    auto mem = s->get_object(*name);
+    ASSERT_TRUE(mem.ok() && mem->present()) << size;
+    EXPECT_EQ(mem->bytes, bytes) << size;
+    std::string linked = d / ("linked." + std::to_string(size));
+    auto m = s->materialize(*name, linked);
+    ASSERT_TRUE(m.ok() && m->present()) << size;
+  }
+}
+
+// An adopted file becomes the stored copy itself: same inode, read-only, named by its
+// bytes, and the file stays where it was for its owner to remove.
+TEST(FileStore, AdoptsAFileByLinkingItIn) {
+  testing::TempDir d;
+  auto s = open_or_die(d / "s");
+  std::string out = d / "out";
+  ASSERT_TRUE(files::write_file_atomic(out, "adopted\n").ok());
+  auto name = s->adopt_object_file(out);
+  ASSERT_TRUE(name.ok()) << name.error().message();
+  EXPECT_EQ(*name, object_name_of("adopted\n"));
+  struct stat a {}, b {};
+  ASSERT_EQ(::stat(out.c_str(), &a), 0);
+  ASSERT_EQ(::stat(s->object_path(*name).c_str(), &b), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino);
+  EXPECT_EQ(b.st_mode & 0777, 0444u);
+  auto got = s->get_object(*name);
+  ASSERT_TRUE(got.ok() && got->present());
+  EXPECT_EQ(got->bytes, "adopted\n");
+  // Adopting the same bytes again finds the object there and changes nothing.
+  std::string again = d / "again";
+  ASSERT_TRUE(files::write_file_atomic(again, "adopted\n").ok());
+  ASSERT_EQ(*s->adopt_object_file(again), *name);
+  ASSERT_EQ(::stat(s->object_path(*name).c_str(), &b), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino);
+}
+
+// A file someone else can still reach — a second hard link (a step that linked its
+// input, the user's file, to its output) or a symlink — is copied, never linked in: an
+// edit of the user's file must not change a stored object.
+TEST(FileStore, CopiesAnAdoptedFileThatHasOtherNames) {
+  testing::TempDir d;
+  auto s = open_or_die(d / "s");
+  std::string user = d / "user.txt";
+  ASSERT_TRUE(files::write_file_atomic(user, "mine\n").ok());
+  ASSERT_EQ(::chmod(user.c_str(), 0644), 0);
+  std::string linked = d / "linked";
+  ASSERT_EQ(::link(user.c_str(), linked.c_str()), 0);
+  auto name = s->adopt_object_file(linked);
+  ASSERT_TRUE(name.ok());
+  struct stat u {}, o {};
+  ASSERT_EQ(::stat(user.c_str(), &u), 0);
+  ASSERT_EQ(::stat(s->object_path(*name).c_str(), &o), 0);
+  EXPECT_NE(u.st_ino, o.st_ino);
+  EXPECT_EQ(u.st_mode & 0777, 0644u);  // the user's file is left as it was
+  std::string sym = d / "sym";
+  ASSERT_TRUE(files::write_file_atomic(d / "target", "via symlink\n").ok());
+  ASSERT_EQ(::symlink((d / "target").c_str(), sym.c_str()), 0);
+  auto sname = s->adopt_object_file(sym);
+  ASSERT_TRUE(sname.ok());
+  EXPECT_EQ(*sname, object_name_of("via symlink\n"));
+  struct stat l {};
+  ASSERT_EQ(::lstat(s->object_path(*sname).c_str(), &l), 0);
+  EXPECT_TRUE(S_ISREG(l.st_mode));
+  // Without hard links (the fallback's tests), adopting is a copy.
+  auto nolinks = open_or_die(d / "n", FileStore::Options{.fsync_objects = true, .use_hard_links = false});
+  std::string f = d / "f";
+  ASSERT_TRUE(files::write_file_atomic(f, "copy me\n").ok());
+  auto nname = nolinks->adopt_object_file(f);
+  ASSERT_TRUE(nname.ok());
+  struct stat fs1 {}, fs2 {};
+  ASSERT_EQ(::stat(f.c_str(), &fs1), 0);
+  ASSERT_EQ(::stat(nolinks->object_path(*nname).c_str(), &fs2), 0);
+  EXPECT_NE(fs1.st_ino, fs2.st_ino);
+}
+
+// The barrier's promise: a wait() returns only after a syncfs that started after it
+// was called. Two waits one after the other are two flushes; waiters that overlap
+// share them.
+TEST(SyncBarrier, EveryWaitIsCoveredByAFlushThatStartedAfterIt) {
+  testing::TempDir d;
+  auto b = posix::SyncBarrier::open(d.path());
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE((*b)->wait().ok());
+  ASSERT_TRUE((*b)->wait().ok());
+  EXPECT_EQ((*b)->syncs(), 2u);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 10; ++k) ok += (*b)->wait().ok();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 80);
+  EXPECT_GE((*b)->syncs(), 2u + 10u);  // each thread's 10 waits are 10 flushes at least
+  EXPECT_LE((*b)->syncs(), 2u + 80u);
+  EXPECT_FALSE(posix::SyncBarrier::open(d / "missing").ok());
+}
+
 TEST(FileStore, RefusesADirectoryThatIsNotAStore) {
   testing::TempDir d;
   ASSERT_TRUE(files::write_file_atomic(d / "thesis.tex", "x").ok());

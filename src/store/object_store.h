@@ -129,6 +129,15 @@ class ObjectStore {
   // when it cannot be read, kIo when the backend fails.
   virtual Result<std::string> put_object_file(const std::string& path) = 0;
 
+  // put_object_file for a file the caller hands over (a step's output in its staging
+  // directory): nothing will write it again, so a backend may make it the stored copy
+  // itself instead of copying it — a file store hard-links it into place when it is on
+  // the store's filesystem, a regular file and has no other link. The file stays at
+  // `path`, possibly made read-only, until the caller removes it. Default: a copy.
+  virtual Result<std::string> adopt_object_file(const std::string& path) {
+    return put_object_file(path);
+  }
+
   // The object's bytes, verified against `name` on this read (spec 05 §5).
   virtual Result<ObjectRead> get_object(std::string_view name) = 0;
 

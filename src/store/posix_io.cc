@@ -103,16 +103,25 @@ namespace {
 
 // Reads `in` to its end, hashing; the one-thread form, for hashing without a copy.
 Result<uint64_t> hash_only(int in, const std::string& in_path, Sha256& hash) {
-  std::unique_ptr<char[]> buf(new char[kChunk]);
+  // A stack buffer for the first read: a small file costs no allocation.
+  char small[64 * 1024];
+  std::unique_ptr<char[]> big;
+  char* buf = small;
+  size_t size = sizeof small;
   uint64_t total = 0;
   for (;;) {
-    ssize_t n = ::read(in, buf.get(), kChunk);
+    if (total >= sizeof small && !big) {
+      big.reset(new char[kChunk]);
+      buf = big.get();
+      size = kChunk;
+    }
+    ssize_t n = ::read(in, buf, size);
     if (n < 0) {
       if (errno == EINTR) continue;
       return os_error(in_path, "read", errno);
     }
     if (n == 0) return total;
-    hash.update(buf.get(), static_cast<size_t>(n));
+    hash.update(buf, static_cast<size_t>(n));
     total += static_cast<uint64_t>(n);
   }
 }
@@ -123,6 +132,25 @@ Result<uint64_t> copy_hashing(int in, const std::string& in_path, int out,
                               const std::string& out_path, Sha256& hash) {
   ::posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
   if (out < 0) return hash_only(in, in_path, hash);
+  // A small file (most step outputs) is copied and hashed on this thread: starting a
+  // hasher thread and its ring costs more than hashing a few hundred KiB. Past
+  // kInline bytes the rest goes through the ring below.
+  constexpr size_t kSmall = 64 * 1024, kInline = 256 * 1024;
+  uint64_t inline_total = 0;
+  {
+    char small[kSmall];
+    while (inline_total < kInline) {
+      ssize_t n = ::read(in, small, sizeof small);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return os_error(in_path, "read", errno);
+      }
+      if (n == 0) return inline_total;
+      hash.update(small, static_cast<size_t>(n));
+      BERTH_CHECK(write_all(out, small, static_cast<size_t>(n), out_path));
+      inline_total += static_cast<uint64_t>(n);
+    }
+  }
   // Hashing runs on its own thread, a ring of chunks behind the reads and writes, so a
   // put or a verified get costs max(hash, read + write) rather than their sum: the hash
   // is the limit, as for `openssl dgst` (bench/store). Both threads only read a chunk
@@ -157,7 +185,7 @@ Result<uint64_t> copy_hashing(int in, const std::string& in_path, int out,
   } catch (const std::system_error&) {
     // No thread to be had: hash on this one (same bytes, same result, slower).
     std::unique_ptr<char[]> buf(new char[kChunk]);
-    uint64_t total = 0;
+    uint64_t total = inline_total;
     for (;;) {
       ssize_t n = ::read(in, buf.get(), kChunk);
       if (n < 0) {
@@ -178,7 +206,7 @@ Result<uint64_t> copy_hashing(int in, const std::string& in_path, int out,
     cv.notify_all();
     thread.join();
   };
-  uint64_t total = 0;
+  uint64_t total = inline_total;
   for (size_t i = 0;; ++i) {
     {
       std::unique_lock lock(mu);
@@ -211,6 +239,143 @@ Result<uint64_t> copy_hashing(int in, const std::string& in_path, int out,
   }
   stop();  // the hasher drains every filled chunk before it sees `finished`
   return total;
+}
+
+Result<std::unique_ptr<SyncBarrier>> SyncBarrier::open(const std::string& dir) {
+  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d.valid()) return os_error(dir, "open directory", errno);
+  return std::unique_ptr<SyncBarrier>(new SyncBarrier(std::move(d), dir));
+}
+
+Result<void> SyncBarrier::wait() {
+  std::unique_lock lock(mu_);
+  uint64_t ticket = ++requested_;  // what this thread wrote so far precedes the ticket
+  while (completed_ < ticket && failed_ < ticket) {
+    if (running_) {
+      cv_.wait(lock);
+      continue;
+    }
+    // Lead a round: it covers every ticket handed out before it starts.
+    running_ = true;
+    uint64_t covers = requested_;
+    lock.unlock();
+    int rc = ::syncfs(fd_.get());
+    int err = rc == 0 ? 0 : errno;
+    lock.lock();
+    running_ = false;
+    ++syncs_;
+    if (rc == 0) {
+      completed_ = std::max(completed_, covers);
+    } else {
+      failed_ = std::max(failed_, covers);
+      error_ = err;
+    }
+    cv_.notify_all();
+  }
+  if (completed_ >= ticket) return Ok{};
+  return os_error(dir_, "syncfs", error_);
+}
+
+uint64_t SyncBarrier::syncs() const {
+  std::lock_guard lock(mu_);
+  return syncs_;
+}
+
+Result<void> read_hashing(int in, const std::string& in_path, size_t expected,
+                          std::string* out, Sha256& hash) {
+  out->clear();
+  constexpr size_t kInline = 256 * 1024;
+  // Reads into out[have, ...), growing it by at most `step` at a time.
+  auto read_some = [&](size_t have, size_t step) -> Result<size_t> {
+    for (;;) {
+      ssize_t n = ::read(in, out->data() + have, step);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) return os_error(in_path, "read", errno);
+    }
+  };
+  if (expected <= kInline) {
+    size_t have = 0;
+    for (;;) {
+      size_t step = std::max<size_t>(expected - std::min(expected, have), 65536);
+      out->resize(have + step);
+      BERTH_TRY(size_t n, read_some(have, step));
+      have += n;
+      out->resize(have);
+      if (n == 0) break;
+    }
+    hash.update(out->data(), out->size());
+    return Ok{};
+  }
+  // Large: a hasher thread follows the reads. The buffer never moves while the hasher
+  // may be reading it: it is reserved up front, and grown past that (a file that grew
+  // after stat) only when the hasher has caught up and waits.
+  out->reserve(expected + kChunk);
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t filled = 0, hashed = 0;
+  bool finished = false;
+  auto hasher = [&] {
+    for (;;) {
+      const char* base;
+      size_t from, to;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return filled > hashed || finished; });
+        if (filled == hashed) return;
+        base = out->data();
+        from = hashed;
+        to = filled;
+      }
+      hash.update(base + from, to - from);
+      {
+        std::lock_guard lock(mu);
+        hashed = to;
+      }
+      cv.notify_all();
+    }
+  };
+  std::thread thread;
+  bool threaded = true;
+  try {
+    thread = std::thread(hasher);
+  } catch (const std::system_error&) {
+    threaded = false;  // no thread to be had: hash at the end, on this one
+  }
+  auto stop = [&] {
+    if (!threaded) return;
+    {
+      std::lock_guard lock(mu);
+      finished = true;
+    }
+    cv.notify_all();
+    thread.join();
+  };
+  size_t have = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mu);
+      if (have + kChunk > out->capacity()) {
+        cv.wait(lock, [&] { return !threaded || hashed == filled; });  // the hasher idles
+      }
+      out->resize(have + kChunk);  // within capacity: the buffer stays put
+    }
+    auto n = read_some(have, kChunk);
+    if (!n.ok()) {
+      stop();
+      return n.error();
+    }
+    {
+      std::lock_guard lock(mu);
+      have += *n;
+      out->resize(have);
+      filled = have;
+    }
+    cv.notify_all();
+    if (*n == 0) break;
+  }
+  stop();
+  if (!threaded) hash.update(out->data(), out->size());
+  return Ok{};
 }
 
 Result<void> fsync_fd(int fd, const std::string& path) {

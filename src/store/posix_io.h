@@ -5,6 +5,10 @@
 // system said; ENOENT becomes kNotFound, anything else kIo.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -55,9 +59,42 @@ Result<void> write_all(int fd, const void* data, size_t size, const std::string&
 Result<uint64_t> copy_hashing(int in, const std::string& in_path, int out,
                               const std::string& out_path, Sha256& hash);
 
+// Reads `in` to its end into *out (replacing it), hashing every byte; `expected` is the
+// size stat reported (a file that grew is read to its real end). Past a few hundred
+// KiB the hash runs on a second thread behind the reads, so a verified read of a large
+// object costs about max(read, hash), not their sum.
+Result<void> read_hashing(int in, const std::string& in_path, size_t expected,
+                          std::string* out, Sha256& hash);
+
 Result<void> fsync_fd(int fd, const std::string& path);
 // fsync of a directory, so that a link or rename into it survives a crash.
 Result<void> fsync_dir(const std::string& dir);
+
+// A durability barrier shared by concurrent writers (group commit): wait() returns
+// once a syncfs(2) of the filesystem holding `dir` has completed that *started after*
+// wait() was called, so everything this thread wrote before the call is on disk. One
+// syncfs serves every thread waiting when it starts: N writers publishing at once pay
+// about one flush between them, not N fsyncs each.
+class SyncBarrier {
+ public:
+  // Opens `dir` for syncfs; fails with kIo when it cannot.
+  static Result<std::unique_ptr<SyncBarrier>> open(const std::string& dir);
+  Result<void> wait();
+  uint64_t syncs() const;  // how many syncfs calls were made
+
+ private:
+  SyncBarrier(Fd fd, std::string dir) : fd_(std::move(fd)), dir_(std::move(dir)) {}
+  Fd fd_;
+  std::string dir_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t requested_ = 0;  // tickets handed out
+  uint64_t completed_ = 0;  // every ticket up to this one is durable
+  uint64_t failed_ = 0;     // every ticket up to this one saw the last failure
+  int error_ = 0;
+  bool running_ = false;
+  uint64_t syncs_ = 0;
+};
 
 enum class Published { kCreated, kExisted };
 

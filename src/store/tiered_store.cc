@@ -36,6 +36,15 @@ Result<std::string> TieredStore::put_object_file(const std::string& path) {
   return name;
 }
 
+Result<std::string> TieredStore::adopt_object_file(const std::string& path) {
+  BERTH_TRY(std::string name, shared_->put_object_file(path));
+  BERTH_TRY(std::string local_name, local_->adopt_object_file(path));
+  if (local_name != name) {
+    return fail(Errc::kIo, fmt::format("{}: changed while it was being stored", path));
+  }
+  return name;
+}
+
 Result<ObjectRead> TieredStore::get_object(std::string_view name) {
   BERTH_TRY(ObjectRead r, local_->get_object(name));
   if (r.present()) return r;

@@ -36,6 +36,8 @@ class TieredStore : public ObjectStore {
   std::vector<std::string> notices() const override { return shared_->notices(); }
   Result<std::string> put_object(std::string_view bytes) override;
   Result<std::string> put_object_file(const std::string& path) override;
+  // Copied to the shared tier, adopted by the local one.
+  Result<std::string> adopt_object_file(const std::string& path) override;
   Result<ObjectRead> get_object(std::string_view name) override;
   Result<ObjectRead> get_object_to_file(std::string_view name,
                                         const std::string& dest_path) override;
