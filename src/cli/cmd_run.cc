@@ -273,7 +273,7 @@ int run_pipeline(const RunFlags& f) {
   o.shared = shared;
   o.worker = worker;
   std::string report_path = (f.worker || !f.cache.empty() ? cache : bdir) + "/last-run.json";
-  o.previous = previous_bases(report_path);
+  o.load_previous = [report_path] { return previous_bases(report_path); };
   std::unique_ptr<pipeline::Leases> leases;
   if (f.worker) {
     leases = std::make_unique<pipeline::Leases>(*shared, worker, pipeline::Leases::new_token(),

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,7 +138,6 @@ struct Done {
   StepRecord record;
   std::vector<Divergence> divergences;
   std::vector<std::string> problems;
-  uint64_t grant = 0;
 };
 
 // The shape of a placement request. Steps of one shape wait in one queue, so that a
@@ -173,7 +173,7 @@ class Executor {
   Result<void> check_fits();
   // The step's key from its inputs' hashes, and what it was computed from (basis);
   // fails for an unreadable input.
-  Result<std::string> key_for(size_t i, std::string* basis);
+  Result<std::string> key_for(size_t i, json* basis);
   // A cached result: the row read, every output's object present and (unless a dry
   // run) verified and materialised. nullopt when the store has no usable result.
   std::optional<StepRecord> try_cached(size_t i, const std::string& key);
@@ -185,7 +185,18 @@ class Executor {
   // Worker mode: claims step i's key. False when another worker holds it (deferred).
   bool claim(size_t i);
   void start(size_t i, place::Grant grant);
-  Done execute(size_t i, const place::Placement& p, const std::string& key);
+  // Runs step i on its placement and publishes what it wrote. `exited` is called once
+  // its processes have ended, before publishing: the placement is free from then on.
+  // `known` is called, in a run without leases, once every output is stored and
+  // hashed, before the row is written: its dependents may start from then on (they
+  // read objects, not the row), and what remains can only add problems.
+  // `upstream` holds, in input order, the record of each input item that is another
+  // step's output: taken by run()'s thread when the step starts, since the upstream
+  // step's own record may still change while this one runs.
+  Done execute(size_t i, const place::Placement& p, const std::string& key,
+               const std::vector<StepRecord::Output>& upstream,
+               const std::function<void()>& exited,
+               const std::function<void(const StepRecord&)>& known);
   Result<void> materialize_results(const StepRecord& r, std::vector<std::string>* problems);
   // A step ended: record it, count it, and release or ready what depends on it.
   void settle(size_t i, StepRecord rec);
@@ -193,8 +204,15 @@ class Executor {
   void set_state(size_t i, StepState st);
   void rearm();
   void notify();
+  // An empty staging directory with in/ and out/ (spec 04 §7): one left by an earlier
+  // step when there is one, else a new <staging>/<pid>.<n>. Any thread.
+  Result<std::string> acquire_stage();
+  // Empties `stage` for the next step, or removes it when it cannot be emptied.
+  void release_stage(std::string stage);
+  // Removes staging directories left by processes of this host that are gone.
+  void sweep_stale_stages();
   // Why a step must run: what differs from the previous run's basis.
-  std::string explain(size_t i, const std::string& basis) const;
+  std::string explain(size_t i, const json& basis);
   store::ObjectStore& rows() { return o_.shared ? *o_.shared : store_; }
   double now_s() const {
     return std::chrono::duration<double>(SteadyClock::now() - t0_).count();
@@ -230,8 +248,16 @@ class Executor {
   // Finished steps, handed from their threads to run().
   std::mutex mu_;
   std::vector<Done> done_;
+  std::vector<uint64_t> exited_;  // grants whose processes have ended
+  // Steps whose outputs are stored before their row is (execute's `known`).
+  std::vector<std::pair<size_t, std::map<std::string, StepRecord::Output>>> known_;
+  std::vector<char> released_early_;  // dependents already readied by `known`
   int wake_[2] = {-1, -1};
   std::atomic<uint64_t> staging_seq_{0};
+  bool previous_loaded_ = false;
+  std::map<std::string, std::string> loaded_previous_;
+  std::mutex stage_mu_;
+  std::vector<std::string> free_stages_;
 };
 
 Result<void> Executor::read_tool_versions() {
@@ -261,7 +287,7 @@ Result<void> Executor::check_fits() {
   return Ok{};
 }
 
-Result<std::string> Executor::key_for(size_t i, std::string* basis) {
+Result<std::string> Executor::key_for(size_t i, json* basis) {
   const Step& s = g_.steps[i];
   InputHashes hashes;
   InputHashes shape;  // the same inputs with no hashes: for the recipe
@@ -321,16 +347,20 @@ Result<std::string> Executor::key_for(size_t i, std::string* basis) {
     b["recipe"] = recipe.substr(0, 16);
     b["inputs"] = std::move(jin);
     b["tools"] = std::move(jtools);
-    *basis = b.dump();
+    *basis = std::move(b);
   }
   return key;
 }
 
-std::string Executor::explain(size_t i, const std::string& basis) const {
-  auto prev = o_.previous.find(g_.steps[i].name);
-  if (prev == o_.previous.end()) return "new: no earlier run of this step is recorded here";
+std::string Executor::explain(size_t i, const json& b) {
+  if (!previous_loaded_) {
+    previous_loaded_ = true;
+    if (o_.previous.empty() && o_.load_previous) loaded_previous_ = o_.load_previous();
+  }
+  const auto& previous = o_.previous.empty() ? loaded_previous_ : o_.previous;
+  auto prev = previous.find(g_.steps[i].name);
+  if (prev == previous.end()) return "new: no earlier run of this step is recorded here";
   json a = json::parse(prev->second, nullptr, false);
-  json b = json::parse(basis, nullptr, false);
   if (a.is_discarded() || !a.is_object() || b.is_discarded()) {
     return "new: the earlier run's record of this step is unreadable";
   }
@@ -379,14 +409,28 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
     if (!row->has_value()) return std::nullopt;
     text = std::move(**row);
   }
-  json j = json::parse(*text, nullptr, false);
+  // Only the outputs and who computed them are read here: the rest of the provenance
+  // (inputs, params, times) is skipped while parsing rather than built and dropped.
+  std::string top;
+  auto wanted = [&top](int depth, json::parse_event_t ev, json& parsed) {
+    if (ev != json::parse_event_t::key || !parsed.is_string()) return true;
+    const auto& k = parsed.get_ref<const std::string&>();
+    if (depth == 1) {
+      top = k;
+      return true;
+    }
+    if (depth == 2 && top == "provenance") return k == "host" || k == "cores" || k == "worker";
+    return true;
+  };
+  json j = json::parse(*text, wanted, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("outputs") || !j["outputs"].is_object()) {
     report_.problems.push_back(fmt::format("step '{}': the row for key {} does not parse; "
                                            "recomputing",
                                            g_.steps[i].name, key));
     return std::nullopt;
   }
-  StepRecord r = report_.steps[i];
+  StepRecord r;  // its basis is moved in by prepare()
+  r.name = report_.steps[i].name;
   r.key = key;
   for (const std::string& out : g_.steps[i].outputs) {
     if (!j["outputs"].contains(out) || !j["outputs"][out].is_object()) return std::nullopt;
@@ -405,7 +449,6 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   // A cache hit adopts the record of the run that computed it.
   if (j.contains("provenance") && j["provenance"].is_object()) {
     const json& p = j["provenance"];
-    r.provenance = p.dump();
     r.computed_by = computed_by(p);
     if (p.contains("host") && p["host"].is_string()) r.node = p["host"].get<std::string>();
     if (p.contains("cores") && p["cores"].is_string()) r.cores = p["cores"].get<std::string>();
@@ -455,7 +498,10 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
   return Ok{};
 }
 
-Done Executor::execute(size_t i, const place::Placement& p, const std::string& key) {
+Done Executor::execute(size_t i, const place::Placement& p, const std::string& key,
+                       const std::vector<StepRecord::Output>& upstream,
+                       const std::function<void()>& exited,
+                       const std::function<void(const StepRecord&)>& known) {
   const Step& s = g_.steps[i];
   Done d;
   d.step = i;
@@ -469,8 +515,8 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   std::string stage;
   auto cleanup = [&] {
     if (stage.empty()) return;
-    std::error_code ec;
-    fs::remove_all(stage, ec);
+    release_stage(std::move(stage));
+    stage.clear();
   };
   auto failed = [&](std::string why, int code = 1) {
     r.state = StepState::kFailed;
@@ -481,20 +527,13 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     return d;
   };
 
-  // 1. A staging directory of its own: inputs linked in, outputs written there.
-  stage = fmt::format("{}/{}.{}.{}", o_.staging_dir, s.name, key.substr(0, 12), staging_seq_++);
-  {
-    std::error_code ec;
-    fs::remove_all(stage, ec);
-  }
-  for (const std::string& dir : {stage, stage + "/in", stage + "/out"}) {
-    if (::mkdir(dir.c_str(), 0777) != 0) {
-      return failed(fmt::format("cannot create staging directory {}: {}", dir,
-                                std::strerror(errno)));
-    }
-  }
+  // 1. An empty staging directory of its own: inputs linked in, outputs written there.
+  auto staged = acquire_stage();
+  if (!staged.ok()) return failed(staged.error().message());
+  stage = std::move(*staged);
   StagedPaths paths;
   json prov_inputs = json::object();
+  size_t next_upstream = 0;
   for (const auto& [name, input] : s.inputs) {
     json items = json::array();
     for (size_t k = 0; k < input.items.size(); ++k) {
@@ -505,7 +544,7 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
         if (!linked.ok()) return failed(linked.error().message());
         items.push_back({{"file", item.text}});
       } else {
-        const auto& rec = report_.steps[item.step].outputs.at(item.output);
+        const auto& rec = upstream.at(next_upstream++);
         auto got = store_.materialize(rec.object, dest);
         if (!got.ok()) return failed(got.error().message());
         if (!got->present()) {
@@ -563,6 +602,9 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   };
   sinks.err = sinks.out;
   auto outcome = launch::run_job(job, parent_, launch::Spawner::real(), sinks);
+  // Its processes are gone: the cores and GPUs go back to the pool now, and the next
+  // step starts while this one is hashed and published (that work is berth's own).
+  exited();
   if (!outcome.ok()) return failed(outcome.error().message());
   if (!log.empty()) {
     // Each step's output reaches the user once, prefixed, after the step.
@@ -591,7 +633,8 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     if (!files::exists(path)) {
       return failed(fmt::format("declared output '{}' was not written ({})", out, path));
     }
-    auto object = store_.put_object_file(path);
+    // The output is handed over: the store may make it the stored copy (no copy).
+    auto object = store_.adopt_object_file(path);
     if (!object.ok()) return failed(object.error().message());
     auto canon = hash_output(path, s.canonical.count(out) ? s.canonical.at(out) : "bytes", *object);
     if (!canon.ok()) return failed(canon.error().with_context("output '" + out + "'").message());
@@ -599,6 +642,19 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     outputs[out] = {{"object", *object}, {"form", canon->form}, {"canonical", canon->hash}};
   }
   r.end_s = now_s();
+  // In a run without leases nobody else is expected to publish this key, so its
+  // dependents need not wait for the row to be durable: they start now. A row that
+  // then fails to be written costs the cache entry (a problem), not the step.
+  bool announced = !o_.leases && known;
+  if (announced) known(r);
+  auto after_announce = [&](std::string why) {
+    d.problems.push_back(fmt::format("step '{}': {}; it will be recomputed next time", s.name,
+                                     why));
+    r.state = StepState::kExecuted;
+    r.exit_code = 0;
+    cleanup();
+    return d;
+  };
   json row;
   row["version"] = 1;
   row["key"] = key;
@@ -624,8 +680,10 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   row["provenance"] = prov;
   std::string mine = row.dump();
   auto put = rows().put_row(store::row_address(kStepsRow, key), mine);
-  if (!put.ok()) return failed(put.error().message());
-  r.provenance = prov.dump();
+  if (!put.ok()) {
+    if (announced) return after_announce("its row was not written: " + put.error().message());
+    return failed(put.error().message());
+  }
   r.computed_by = computed_by(prov);
   if (!put->created) {
     // Another computation of this key published first; the row it wrote carries its
@@ -642,17 +700,92 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
       if (store::check_object_name(object).ok()) rec.object = object;
     }
     if (readable && theirs.contains("provenance") && theirs["provenance"].is_object()) {
-      r.provenance = theirs["provenance"].dump();  // the record of the bytes in force
       r.computed_by = computed_by(theirs["provenance"]);
     }
   }
   if (o_.index) o_.index->remember_step(key, put->created ? mine : put->existing);
   auto m = materialize_results(r, &d.problems);
   cleanup();
-  if (!m.ok()) return failed(m.error().message());
+  if (!m.ok()) {
+    if (announced) {
+      d.problems.push_back(fmt::format("step '{}': {}", s.name, m.error().message()));
+    } else {
+      return failed(m.error().message());
+    }
+  }
   r.state = StepState::kExecuted;
   r.exit_code = 0;
   return d;
+}
+
+Result<std::string> Executor::acquire_stage() {
+  {
+    std::lock_guard<std::mutex> lock(stage_mu_);
+    if (!free_stages_.empty()) {
+      std::string stage = std::move(free_stages_.back());
+      free_stages_.pop_back();
+      return stage;
+    }
+  }
+  std::string stage = fmt::format("{}/{}.{}", o_.staging_dir, ::getpid(), staging_seq_++);
+  // A directory of this name is left by an earlier process with this pid: stale.
+  std::error_code ec;
+  fs::remove_all(stage, ec);
+  for (const std::string& dir : {stage, stage + "/in", stage + "/out"}) {
+    if (::mkdir(dir.c_str(), 0777) != 0) {
+      return fail(Errc::kIo, fmt::format("cannot create staging directory {}: {}", dir,
+                                         std::strerror(errno)));
+    }
+  }
+  return stage;
+}
+
+void Executor::release_stage(std::string stage) {
+  // Everything the step left goes; in/ and out/ stay, empty. Whatever cannot be
+  // removed (a step that made a directory unwritable) costs the directory, not the run.
+  std::error_code ec;
+  bool clean = true;
+  for (const auto& entry : fs::directory_iterator(stage, ec)) {
+    std::string name = entry.path().filename().string();
+    bool keep = (name == "in" || name == "out") && entry.is_directory(ec) && !entry.is_symlink(ec);
+    if (!keep) {
+      clean = fs::remove_all(entry.path(), ec) != static_cast<std::uintmax_t>(-1) && !ec && clean;
+      continue;
+    }
+    for (const auto& inner : fs::directory_iterator(entry.path(), ec)) {
+      clean = fs::remove_all(inner.path(), ec) != static_cast<std::uintmax_t>(-1) && !ec && clean;
+    }
+    if (ec) clean = false;
+  }
+  if (ec) clean = false;
+  if (clean) {
+    for (const char* sub : {"/in", "/out"}) {
+      struct stat st {};
+      if (::lstat((stage + sub).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) clean = false;
+    }
+  }
+  if (!clean) {
+    fs::remove_all(stage, ec);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(stage_mu_);
+  free_stages_.push_back(std::move(stage));
+}
+
+void Executor::sweep_stale_stages() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(o_.staging_dir, ec)) {
+    // <pid>.<n>: made by a process of this cache; removed when that process is gone.
+    std::string name = entry.path().filename().string();
+    size_t dot = name.find('.');
+    if (dot == 0 || dot == std::string::npos) continue;
+    auto pid = str::parse_uint(std::string_view(name).substr(0, dot), INT32_MAX);
+    auto seq = str::parse_uint(std::string_view(name).substr(dot + 1));
+    if (!pid.ok() || !seq.ok() || *pid == 0) continue;
+    if (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    fs::remove_all(entry.path(), rm);
+  }
 }
 
 void Executor::set_state(size_t i, StepState st) {
@@ -701,6 +834,7 @@ void Executor::settle(size_t i, StepRecord rec) {
   set_state(i, st);
   if (st == StepState::kExecuted) executed_seconds_ += report_.steps[i].end_s - report_.steps[i].start_s;
   if (st == StepState::kExecuted || st == StepState::kCached) {
+    if (released_early_[i]) return;
     for (size_t j : dependents_[i]) {
       if (--waiting_[j] == 0 && report_.steps[j].state == StepState::kPending) ready_.push_back(j);
     }
@@ -716,8 +850,8 @@ void Executor::settle(size_t i, StepRecord rec) {
 void Executor::prepare(size_t i) {
   StepRecord& rec = report_.steps[i];
   if (rec.state != StepState::kPending) return;
-  if (keys_[i].empty() || rec.basis.empty()) {
-    std::string basis;
+  if (keys_[i].empty() || rec.basis.is_null()) {
+    json basis;
     auto key = key_for(i, &basis);
     if (!key.ok()) {
       StepRecord r = rec;
@@ -731,7 +865,7 @@ void Executor::prepare(size_t i) {
     rec.basis = std::move(basis);
   }
   if (auto cached = try_cached(i, keys_[i])) {
-    cached->basis = rec.basis;
+    cached->basis = std::move(rec.basis);
     settle(i, std::move(*cached));
     return;
   }
@@ -804,9 +938,36 @@ void Executor::start(size_t i, place::Grant grant) {
   ++running_;
   max_running_ = std::max(max_running_, running_);
   report_.steps[i].start_s = now_s();
-  threads_.emplace(i, std::thread([this, i, grant = std::move(grant)] {
-    Done d = execute(i, grant.placement, keys_[i]);
-    d.grant = grant.id;
+  std::vector<StepRecord::Output> upstream;
+  for (const auto& [name, input] : g_.steps[i].inputs) {
+    for (const InputItem& item : input.items) {
+      if (item.kind == InputItem::Kind::kFile) continue;
+      upstream.push_back(report_.steps[item.step].outputs.at(item.output));
+    }
+  }
+  threads_.emplace(i, std::thread([this, i, key = keys_[i], grant = std::move(grant),
+                                   upstream = std::move(upstream)] {
+    bool released = false;
+    auto exited = [&] {
+      if (released) return;
+      released = true;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        exited_.push_back(grant.id);
+      }
+      char c = 1;
+      [[maybe_unused]] ssize_t w = ::write(wake_[1], &c, 1);
+    };
+    auto known = [&](const StepRecord& r) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        known_.emplace_back(i, r.outputs);
+      }
+      char c = 1;
+      [[maybe_unused]] ssize_t w = ::write(wake_[1], &c, 1);
+    };
+    Done d = execute(i, grant.placement, key, upstream, exited, known);
+    exited();  // a step that failed before it launched
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_.push_back(std::move(d));
@@ -837,6 +998,7 @@ Result<RunReport> Executor::run() {
   keys_.assign(n, "");
   claims_.assign(n, std::nullopt);
   running_flag_.assign(n, 0);
+  released_early_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     report_.steps[i].name = g_.steps[i].name;
     waiting_[i] = static_cast<int>(g_.steps[i].deps.size());
@@ -850,6 +1012,7 @@ Result<RunReport> Executor::run() {
     return fail(Errc::kIo, fmt::format("cannot create {}: {}", o_.results_dir,
                                        std::strerror(errno)));
   }
+  if (!o_.dry_run && !o_.staging_dir.empty()) sweep_stale_stages();
   if (::pipe2(wake_, O_CLOEXEC) != 0) return fail(Errc::kIo, "pipe: " + std::string(std::strerror(errno)));
   // The run's index writes are batched, committed every second or so: a 10,000-step
   // rerun is a few commits, and a killed run loses at most a second of what it learnt.
@@ -927,9 +1090,22 @@ Result<RunReport> Executor::run() {
       }
     }
     std::vector<Done> finished;
+    std::vector<uint64_t> freed;
+    std::vector<std::pair<size_t, std::map<std::string, StepRecord::Output>>> known;
     {
       std::lock_guard<std::mutex> lock(mu_);
       finished.swap(done_);
+      freed.swap(exited_);
+      known.swap(known_);
+    }
+    for (uint64_t id : freed) pool_.release(id);
+    for (auto& [i, outputs] : known) {
+      // Before its Done (pushed after this, by the same thread): dependents may start.
+      report_.steps[i].outputs = std::move(outputs);
+      released_early_[i] = 1;
+      for (size_t j : dependents_[i]) {
+        if (--waiting_[j] == 0 && report_.steps[j].state == StepState::kPending) ready_.push_back(j);
+      }
     }
     for (Done& d : finished) {
       --running_;
@@ -938,7 +1114,6 @@ Result<RunReport> Executor::run() {
         t->second.join();
         threads_.erase(t);
       }
-      pool_.release(d.grant);
       for (auto& dv : d.divergences) report_.divergences.push_back(dv);
       for (auto& p : d.problems) report_.problems.push_back(p);
       bool ok = d.record.state == StepState::kExecuted;
@@ -952,6 +1127,11 @@ Result<RunReport> Executor::run() {
     }
   }
   for (auto& [i, t] : threads_) t.join();
+  for (const std::string& stage : free_stages_) {
+    std::error_code ec;
+    fs::remove_all(stage, ec);
+  }
+  free_stages_.clear();
   if (o_.index) (void)o_.index->commit();  // a failed commit only loses the cache
   ::close(wake_[0]);
   ::close(wake_[1]);
@@ -967,7 +1147,7 @@ Result<RunReport> Executor::run() {
     }
   }
   report_.elapsed_s = now_s();
-  return report_;
+  return std::move(report_);
 }
 
 }  // namespace

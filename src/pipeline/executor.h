@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "launch/spawn.h"
 #include "pipeline/graph.h"
 #include "pipeline/index.h"
@@ -52,14 +54,13 @@ struct StepRecord {
     std::string object, form, canonical;
   };
   std::map<std::string, Output> outputs;
-  // What the key was computed from, as compact JSON (command, recipe hash, each
-  // input's tagged hashes, tool version hashes): a later --dry-run compares it with
-  // this run's to say what changed.
-  std::string basis;
-  // The provenance record of the run that computed the outputs (ours, or adopted from
-  // the row on a cache hit or a lost race), as JSON; empty when none is known.
-  std::string provenance;
-  // Who computed the outputs: the worker's name, or the host for an ordinary run.
+  // What the key was computed from, a JSON object (command, recipe hash, each input's
+  // tagged hashes, tool version hashes), null until keyed: a later --dry-run compares
+  // it with this run's to say what changed.
+  nlohmann::ordered_json basis;
+  // Who computed the outputs (from the provenance record of the run that did: ours, or
+  // adopted from the row on a cache hit or a lost race): the worker's name, or the
+  // host for an ordinary run.
   std::string computed_by;
 };
 
@@ -137,6 +138,10 @@ struct RunOptions {
   // Step name -> StepRecord::basis from the previous run, so a dry run can say
   // "input changed" rather than "new".
   std::map<std::string, std::string> previous;
+  // Where `previous` comes from when it is empty: called at most once, and only when a
+  // step must run or a dry run explains one — a no-op rerun never reads the last
+  // report.
+  std::function<std::map<std::string, std::string>()> load_previous;
 };
 
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# berth run's staging and publishing (spec 04 §7): every step starts in an empty
+# staging directory even though directories are reused, a directory left by a process
+# that is gone is removed, nothing is left behind, an output hard-linked to the user's
+# input is copied into the store rather than adopted, and a chain's dependents see
+# their inputs though they start before the row above them is written.
+. "$(dirname "$0")/common.sh"
+mkdir -p "$T/p/data"
+cd "$T/p"
+printf 'mine\n' >data/src.txt
+chmod 0644 data/src.txt
+
+# Each step lists its working directory, then leaves litter behind: a file, a
+# directory holding a file, and an extra file in out/. On one core the steps run one
+# after another in the same reused directory.
+cat >pipeline.toml <<'X'
+[[step]]
+name = "s-{n}"
+foreach = { n = [1, 2, 3, 4] }
+run = "ls -A . in out | tr '\n' ' ' > {out.seen}; touch junk; mkdir -p d/e; touch d/e/f out/extra"
+outputs = ["seen"]
+params = { n = "{n}" }
+
+[[step]]
+name = "linked"
+inputs = { src = "data/src.txt" }
+cmd = ["ln", "{in.src}", "{out.o}"]
+outputs = ["o"]
+
+[[step]]
+name = "c-0"
+inputs = { src = "data/src.txt" }
+cmd = ["cp", "{in.src}", "{out.o}"]
+outputs = ["o"]
+[[step]]
+name = "c-1"
+inputs = { src = "@c-0/o" }
+run = "cat {in.src} {in.src} > {out.o}"
+outputs = ["o"]
+[[step]]
+name = "c-2"
+inputs = { src = "@c-1/o" }
+run = "cat {in.src} {in.src} > {out.o}"
+outputs = ["o"]
+X
+
+# A staging directory named for a process that has exited: stale, to be swept.
+dead=$(sh -c 'echo $$')
+mkdir -p ".berth/cache/staging/$dead.0/in" ".berth/cache/staging/$dead.0/out"
+touch ".berth/cache/staging/$dead.0/out/left"
+# One that is not berth's naming is not touched.
+mkdir -p .berth/cache/staging/keep-me
+
+run run pipeline.toml --format json --host "localhost:1"
+expect_eq "run: exit 0" "$RC" 0
+expect_eq "run: all executed" "$(json "j['executed']")" 8
+for n in 1 2 3 4; do
+  # `ls -A . in out` of an empty stage: ". in out" headers and no other names.
+  expect_eq "s-$n: started in an empty staging directory" \
+    "$(tr -s ' ' <results/s-$n/seen)" ".: in out in: out: "
+done
+expect_eq "staging: the stale directory was swept" \
+  "$(test -e ".berth/cache/staging/$dead.0" && echo present || echo gone)" gone
+expect_eq "staging: nothing of this run is left" \
+  "$(ls -A .berth/cache/staging | tr '\n' ' ')" "keep-me "
+
+# The output that was a hard link to the user's file: stored as a copy, the user's
+# file left writable and, edited, not changing the stored object.
+obj=$(json "[s['outputs']['o']['object'] for s in j['steps'] if s['name']=='linked'][0]")
+chain_obj=$(json "[s['outputs']['o']['object'] for s in j['steps'] if s['name']=='c-2'][0]")
+hex=${obj#sha256:}
+stored=.berth/store/objects/${hex:0:2}/${hex:2}
+expect_eq "linked: not the user's inode" \
+  "$([[ $(stat -c %i "$stored") != $(stat -c %i data/src.txt) ]] && echo copied)" copied
+expect_eq "linked: the user's file keeps its mode" "$(stat -c %a data/src.txt)" 644
+printf 'edited\n' >>data/src.txt
+expect_eq "linked: the stored copy is unchanged" "$(cat "$stored")" mine
+run store verify --store "file://$T/p/.berth/store"
+expect_eq "linked: store verifies" "$RC" 0
+
+# The chain's bytes: each step saw the one above it.
+expect_eq "chain: c-2 holds four copies" "$(grep -c mine results/c-2/o)" 4
+# An adopted output is the stored object itself (same inode), read-only.
+hex=${chain_obj#sha256:}
+expect_eq "adopted: the result is the stored inode" \
+  "$(stat -c %i results/c-2/o)" "$(stat -c %i ".berth/store/objects/${hex:0:2}/${hex:2}")"
+expect_eq "adopted: read-only" "$(stat -c %a results/c-2/o)" 444
+finish
