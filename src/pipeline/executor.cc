@@ -133,6 +133,108 @@ std::string computed_by(const json& prov) {
   return "";
 }
 
+// A result's stamp, without its ctime: a result is a hard link to its stored object,
+// and every other link made to that object (the same bytes materialised for another
+// step, or linked into a staging directory) changes the ctime of all of them. A
+// write to the result still changes its mtime or size; what this gives up is only
+// noticing an in-place edit that also restored the mtime.
+Result<FileStamp> result_stamp(const std::string& path) {
+  BERTH_TRY(FileStamp st, FileStamp::of(path));
+  st.ctime_ns = 0;
+  return st;
+}
+
+// What a cache hit reads from a step row (spec 05 §3): each output's record and who
+// computed it. Read with nlohmann's SAX interface — a no-op rerun reads a row per
+// step, and building the whole document (the provenance's inputs, params, times) only
+// to drop it was most of that cost.
+struct RowDigest {
+  bool outputs_is_object = false;
+  std::map<std::string, std::map<std::string, std::string>> outputs;  // output -> field -> text
+  std::set<std::string> odd_outputs;  // present but not objects
+  std::string host, cores, worker;
+};
+
+class RowReader : public nlohmann::json_sax<json> {
+ public:
+  explicit RowReader(RowDigest* d) : d_(d) {}
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool string(string_t& v) override {
+    // path: [outputs, <out>, <field>] or [provenance, <field>]
+    if (depth_ == 3 && keys_[0] == "outputs" && in_output_) {
+      d_->outputs[keys_[1]][keys_[2]] = v;
+    } else if (depth_ == 2 && keys_[0] == "provenance" && provenance_) {
+      if (keys_[1] == "host") d_->host = v;
+      if (keys_[1] == "cores") d_->cores = v;
+      if (keys_[1] == "worker") d_->worker = v;
+    }
+    return value();
+  }
+  bool start_object(std::size_t) override {
+    if (depth_ == 1 && keys_[0] == "outputs") d_->outputs_is_object = true;
+    if (depth_ == 1 && keys_[0] == "provenance") provenance_ = true;
+    if (depth_ == 2 && keys_[0] == "outputs" && d_->outputs_is_object) {
+      in_output_ = true;
+      d_->outputs[keys_[1]];
+    }
+    ++depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ >= 1 && depth_ <= 3) keys_[depth_ - 1] = k;
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    if (depth_ == 2) in_output_ = false;
+    if (depth_ == 1) provenance_ = false;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ == 2 && keys_[0] == "outputs" && d_->outputs_is_object) {
+      d_->odd_outputs.insert(keys_[1]);
+    }
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  // A scalar where an output's record should be is not an object.
+  bool value() {
+    if (depth_ == 2 && keys_[0] == "outputs" && d_->outputs_is_object) {
+      d_->odd_outputs.insert(keys_[1]);
+    }
+    return true;
+  }
+  RowDigest* d_;
+  int depth_ = 0;
+  std::string keys_[3];
+  bool in_output_ = false;
+  bool provenance_ = false;
+};
+
+// nullopt when the row is not a JSON object with an "outputs" object.
+std::optional<RowDigest> read_row(const std::string& text) {
+  RowDigest d;
+  RowReader reader(&d);
+  size_t first = text.find_first_not_of(" \t\r\n");
+  bool top_object = first != std::string::npos && text[first] == '{';
+  if (!top_object || !json::sax_parse(text, &reader) || !d.outputs_is_object) return std::nullopt;
+  return d;
+}
+
 struct Done {
   size_t step = 0;
   StepRecord record;
@@ -409,21 +511,8 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
     if (!row->has_value()) return std::nullopt;
     text = std::move(**row);
   }
-  // Only the outputs and who computed them are read here: the rest of the provenance
-  // (inputs, params, times) is skipped while parsing rather than built and dropped.
-  std::string top;
-  auto wanted = [&top](int depth, json::parse_event_t ev, json& parsed) {
-    if (ev != json::parse_event_t::key || !parsed.is_string()) return true;
-    const auto& k = parsed.get_ref<const std::string&>();
-    if (depth == 1) {
-      top = k;
-      return true;
-    }
-    if (depth == 2 && top == "provenance") return k == "host" || k == "cores" || k == "worker";
-    return true;
-  };
-  json j = json::parse(*text, wanted, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("outputs") || !j["outputs"].is_object()) {
+  auto j = read_row(*text);
+  if (!j) {
     report_.problems.push_back(fmt::format("step '{}': the row for key {} does not parse; "
                                            "recomputing",
                                            g_.steps[i].name, key));
@@ -433,10 +522,12 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   r.name = report_.steps[i].name;
   r.key = key;
   for (const std::string& out : g_.steps[i].outputs) {
-    if (!j["outputs"].contains(out) || !j["outputs"][out].is_object()) return std::nullopt;
-    const json& o = j["outputs"][out];
+    auto it = j->outputs.find(out);
+    if (it == j->outputs.end() || j->odd_outputs.count(out)) return std::nullopt;
+    const auto& o = it->second;
     auto str_field = [&](const char* k, const char* def) {
-      return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string(def);
+      auto f = o.find(k);
+      return f != o.end() ? f->second : std::string(def);
     };
     StepRecord::Output rec{str_field("object", ""), str_field("form", "bytes"),
                            str_field("canonical", "")};
@@ -447,12 +538,9 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   }
   if (o_.index && !from_index) o_.index->remember_step(key, *text);
   // A cache hit adopts the record of the run that computed it.
-  if (j.contains("provenance") && j["provenance"].is_object()) {
-    const json& p = j["provenance"];
-    r.computed_by = computed_by(p);
-    if (p.contains("host") && p["host"].is_string()) r.node = p["host"].get<std::string>();
-    if (p.contains("cores") && p["cores"].is_string()) r.cores = p["cores"].get<std::string>();
-  }
+  r.computed_by = !j->worker.empty() ? j->worker : j->host;
+  if (!j->host.empty()) r.node = j->host;
+  if (!j->cores.empty()) r.cores = j->cores;
   if (!o_.dry_run) {
     std::vector<std::string> problems;
     auto m = materialize_results(r, &problems);
@@ -477,7 +565,7 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
     // A result already in place, unchanged since it was verified, is not touched:
     // a no-op rerun stats instead of rehashing.
     if (o_.index) {
-      if (auto st = FileStamp::of(dest); st.ok()) {
+      if (auto st = result_stamp(dest); st.ok()) {
         if (o_.index->file_hash(dest, *st) == rec.object) continue;
       }
     }
@@ -492,7 +580,7 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
       continue;
     }
     if (o_.index) {
-      if (auto st = FileStamp::of(dest); st.ok()) o_.index->remember_file(dest, *st, rec.object);
+      if (auto st = result_stamp(dest); st.ok()) o_.index->remember_file(dest, *st, rec.object);
     }
   }
   return Ok{};
