@@ -10,14 +10,14 @@ cd "$T/p"
 printf 'mine\n' >data/src.txt
 chmod 0644 data/src.txt
 
-# Each step lists its working directory, then leaves litter behind: a file, a
-# directory holding a file, and an extra file in out/. On one core the steps run one
-# after another in the same reused directory.
+# Each step lists its working directory (before it writes its output), then leaves
+# litter behind: a file, a directory holding a file, and an extra file in out/. On one
+# core the steps run one after another in the same reused directory.
 cat >pipeline.toml <<'X'
 [[step]]
 name = "s-{n}"
 foreach = { n = [1, 2, 3, 4] }
-run = "ls -A . in out | tr '\n' ' ' > {out.seen}; touch junk; mkdir -p d/e; touch d/e/f out/extra"
+run = "l=$(ls -A . in out | tr '\n' ' '); printf '%s' \"$l\" > {out.seen}; touch junk; mkdir -p d/e; touch d/e/f out/extra"
 outputs = ["seen"]
 params = { n = "{n}" }
 
