@@ -735,14 +735,6 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   // then fails to be written costs the cache entry (a problem), not the step.
   bool announced = !o_.leases && known;
   if (announced) known(r);
-  auto after_announce = [&](std::string why) {
-    d.problems.push_back(fmt::format("step '{}': {}; it will be recomputed next time", s.name,
-                                     why));
-    r.state = StepState::kExecuted;
-    r.exit_code = 0;
-    cleanup();
-    return d;
-  };
   json row;
   row["version"] = 1;
   row["key"] = key;
@@ -768,12 +760,15 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   row["provenance"] = prov;
   std::string mine = row.dump();
   auto put = rows().put_row(store::row_address(kStepsRow, key), mine);
-  if (!put.ok()) {
-    if (announced) return after_announce("its row was not written: " + put.error().message());
-    return failed(put.error().message());
-  }
+  if (!put.ok() && !announced) return failed(put.error().message());
   r.computed_by = computed_by(prov);
-  if (!put->created) {
+  if (!put.ok()) {
+    // Its dependents have its outputs already, and its results are materialised
+    // below: only the cache entry is lost.
+    d.problems.push_back(fmt::format("step '{}': its row was not written: {}; it will be "
+                                     "recomputed next time",
+                                     s.name, put.error().message()));
+  } else if (!put->created) {
     // Another computation of this key published first; the row it wrote carries its
     // outputs' canonical hashes, so this worker learns without another read whether
     // the winner meant the same (spec 06). Either way the winner's row is in force.
@@ -791,7 +786,7 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
       r.computed_by = computed_by(theirs["provenance"]);
     }
   }
-  if (o_.index) o_.index->remember_step(key, put->created ? mine : put->existing);
+  if (o_.index && put.ok()) o_.index->remember_step(key, put->created ? mine : put->existing);
   auto m = materialize_results(r, &d.problems);
   cleanup();
   if (!m.ok()) {

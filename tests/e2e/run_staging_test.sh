@@ -2,8 +2,9 @@
 # berth run's staging and publishing (spec 04 §7): every step starts in an empty
 # staging directory even though directories are reused, a directory left by a process
 # that is gone is removed, nothing is left behind, an output hard-linked to the user's
-# input is copied into the store rather than adopted, and a chain's dependents see
-# their inputs though they start before the row above them is written.
+# input is copied into the store rather than adopted, a chain's dependents see their
+# inputs though they start before the row above them is written, and a row that cannot
+# be written costs the cache entry, not the step.
 . "$(dirname "$0")/common.sh"
 mkdir -p "$T/p/data"
 cd "$T/p"
@@ -85,4 +86,32 @@ hex=${chain_obj#sha256:}
 expect_eq "adopted: the result is the stored inode" \
   "$(stat -c %i results/c-2/o)" "$(stat -c %i ".berth/store/objects/${hex:0:2}/${hex:2}")"
 expect_eq "adopted: read-only" "$(stat -c %a results/c-2/o)" 444
+
+# A row that cannot be written (its directory is a file) after the step's outputs are
+# stored: the step still counts as executed, its dependent (already started from the
+# objects) runs, its results are materialised, and the report says what was lost.
+mkdir -p "$T/r"
+cd "$T/r"
+printf 'x\n' >seed.txt
+run store put --store "file://$T/r/.berth/store" seed.txt
+mkdir -p .berth/store/rows/v1
+touch .berth/store/rows/v1/steps
+cat >pipeline.toml <<'X'
+[[step]]
+name = "a"
+run = "echo a > {out.o}"
+outputs = ["o"]
+[[step]]
+name = "b"
+inputs = { x = "@a/o" }
+run = "cat {in.x} {in.x} > {out.o}"
+outputs = ["o"]
+X
+run run pipeline.toml --format json
+expect_eq "rowless: exit 0" "$RC" 0
+expect_eq "rowless: both executed" "$(json "[s['state'] for s in j['steps']]")" "['executed', 'executed']"
+expect_contains "rowless: reported" "$(json "j['problems']")" "its row was not written"
+expect_eq "rowless: results materialised" "$(cat results/b/o | tr '\n' ' ')" "a a "
+run run pipeline.toml --format json
+expect_eq "rowless: nothing was cached" "$(json "j['executed']")" 2
 finish
