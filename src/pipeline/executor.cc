@@ -26,6 +26,7 @@
 #include "pipeline/canonicaliser.h"
 #include "pipeline/command.h"
 #include "pipeline/key.h"
+#include "pipeline/step_row.h"
 #include "place/launcher.h"
 #include "util/files.h"
 #include "util/sha256.h"
@@ -142,97 +143,6 @@ Result<FileStamp> result_stamp(const std::string& path) {
   BERTH_TRY(FileStamp st, FileStamp::of(path));
   st.ctime_ns = 0;
   return st;
-}
-
-// What a cache hit reads from a step row (spec 05 §3): each output's record and who
-// computed it. Read with nlohmann's SAX interface — a no-op rerun reads a row per
-// step, and building the whole document (the provenance's inputs, params, times) only
-// to drop it was most of that cost.
-struct RowDigest {
-  bool outputs_is_object = false;
-  std::map<std::string, std::map<std::string, std::string>> outputs;  // output -> field -> text
-  std::set<std::string> odd_outputs;  // present but not objects
-  std::string host, cores, worker;
-};
-
-class RowReader : public nlohmann::json_sax<json> {
- public:
-  explicit RowReader(RowDigest* d) : d_(d) {}
-  bool null() override { return value(); }
-  bool boolean(bool) override { return value(); }
-  bool number_integer(number_integer_t) override { return value(); }
-  bool number_unsigned(number_unsigned_t) override { return value(); }
-  bool number_float(number_float_t, const string_t&) override { return value(); }
-  bool binary(binary_t&) override { return value(); }
-  bool string(string_t& v) override {
-    // path: [outputs, <out>, <field>] or [provenance, <field>]
-    if (depth_ == 3 && keys_[0] == "outputs" && in_output_) {
-      d_->outputs[keys_[1]][keys_[2]] = v;
-    } else if (depth_ == 2 && keys_[0] == "provenance" && provenance_) {
-      if (keys_[1] == "host") d_->host = v;
-      if (keys_[1] == "cores") d_->cores = v;
-      if (keys_[1] == "worker") d_->worker = v;
-    }
-    return value();
-  }
-  bool start_object(std::size_t) override {
-    if (depth_ == 1 && keys_[0] == "outputs") d_->outputs_is_object = true;
-    if (depth_ == 1 && keys_[0] == "provenance") provenance_ = true;
-    if (depth_ == 2 && keys_[0] == "outputs" && d_->outputs_is_object) {
-      in_output_ = true;
-      d_->outputs[keys_[1]];
-    }
-    ++depth_;
-    return true;
-  }
-  bool key(string_t& k) override {
-    if (depth_ >= 1 && depth_ <= 3) keys_[depth_ - 1] = k;
-    return true;
-  }
-  bool end_object() override {
-    --depth_;
-    if (depth_ == 2) in_output_ = false;
-    if (depth_ == 1) provenance_ = false;
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    if (depth_ == 2 && keys_[0] == "outputs" && d_->outputs_is_object) {
-      d_->odd_outputs.insert(keys_[1]);
-    }
-    ++depth_;
-    return true;
-  }
-  bool end_array() override {
-    --depth_;
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  // A scalar where an output's record should be is not an object.
-  bool value() {
-    if (depth_ == 2 && keys_[0] == "outputs" && d_->outputs_is_object) {
-      d_->odd_outputs.insert(keys_[1]);
-    }
-    return true;
-  }
-  RowDigest* d_;
-  int depth_ = 0;
-  std::string keys_[3];
-  bool in_output_ = false;
-  bool provenance_ = false;
-};
-
-// nullopt when the row is not a JSON object with an "outputs" object.
-std::optional<RowDigest> read_row(const std::string& text) {
-  RowDigest d;
-  RowReader reader(&d);
-  size_t first = text.find_first_not_of(" \t\r\n");
-  bool top_object = first != std::string::npos && text[first] == '{';
-  if (!top_object || !json::sax_parse(text, &reader) || !d.outputs_is_object) return std::nullopt;
-  return d;
 }
 
 struct Done {
@@ -511,7 +421,7 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
     if (!row->has_value()) return std::nullopt;
     text = std::move(**row);
   }
-  auto j = read_row(*text);
+  auto j = read_step_row(*text);
   if (!j) {
     report_.problems.push_back(fmt::format("step '{}': the row for key {} does not parse; "
                                            "recomputing",
@@ -523,7 +433,7 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   r.key = key;
   for (const std::string& out : g_.steps[i].outputs) {
     auto it = j->outputs.find(out);
-    if (it == j->outputs.end() || j->odd_outputs.count(out)) return std::nullopt;
+    if (it == j->outputs.end() || j->malformed.count(out)) return std::nullopt;
     const auto& o = it->second;
     auto str_field = [&](const char* k, const char* def) {
       auto f = o.find(k);
