@@ -13,7 +13,6 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <tuple>
 
@@ -637,7 +636,7 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     auto canon = hash_output(path, s.canonical.count(out) ? s.canonical.at(out) : "bytes", *object);
     if (!canon.ok()) return failed(canon.error().with_context("output '" + out + "'").message());
     r.outputs[out] = {*object, canon->form, canon->hash};
-    outputs[out] = {{"object", *object}, {"form", canon->form}, {"canonical", canon->hash}};
+    outputs[out] = output_json(r.outputs[out]);
   }
   r.end_s = now_s();
   // In a run without leases nobody else is expected to publish this key, so its

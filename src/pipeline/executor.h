@@ -150,6 +150,9 @@ struct RunOptions {
 Result<RunReport> run_graph(const Graph& graph, store::ObjectStore& store, place::Pool& pool,
                             const Env& parent, const RunOptions& options);
 
+// One output's record as a row and the report write it: {object, form, canonical}.
+nlohmann::ordered_json output_json(const StepRecord::Output& o);
+
 // The report as JSON (spec 04 §8) and the HTML timeline.
 std::string report_json(const RunReport& r);
 std::string report_html(const RunReport& r);

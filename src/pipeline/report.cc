@@ -7,6 +7,14 @@ namespace berth::pipeline {
 
 using json = nlohmann::ordered_json;
 
+json output_json(const StepRecord::Output& out) {
+  json rec = json::object();
+  rec["object"] = out.object;
+  rec["form"] = out.form;
+  rec["canonical"] = out.canonical;
+  return rec;
+}
+
 std::string report_json(const RunReport& r) {
   json j;
   j["version"] = 1;
@@ -35,13 +43,7 @@ std::string report_json(const RunReport& r) {
   steps.get_ref<json::array_t&>().reserve(r.steps.size());
   for (const auto& s : r.steps) {
     json o = json::object();
-    for (const auto& [name, out] : s.outputs) {
-      json rec = json::object();
-      rec["object"] = out.object;
-      rec["form"] = out.form;
-      rec["canonical"] = out.canonical;
-      o[name] = std::move(rec);
-    }
+    for (const auto& [name, out] : s.outputs) o[name] = output_json(out);
     json st = json::object();
     st["name"] = s.name;
     st["state"] = step_state_name(s.state);
