@@ -60,6 +60,13 @@ expect_bad_input() {
   expect_contains "$name" "$ERR" "$needle"
 }
 
+# copy_quickstart DEST: the quickstart pipeline, without the state and results that
+# ./scripts/quickstart.sh leaves beside it in the source tree.
+copy_quickstart() {
+  cp -r "$BERTH_SOURCE_DIR/examples/quickstart" "$1"
+  rm -rf "$1/.berth" "$1/results"
+}
+
 # json EXPR: evaluates a Python expression over the JSON in $OUT (bound to j).
 json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)" <<<"$OUT"; }
 

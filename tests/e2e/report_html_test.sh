@@ -67,7 +67,7 @@ PY
 check_timeline() { python3 "$T/check_timeline.py" <<<"$DOM"; }
 
 # The quickstart: four steps executed, drawn as four bars.
-cp -r "$BERTH_SOURCE_DIR/examples/quickstart" "$T/q"
+copy_quickstart "$T/q"
 cd "$T/q"
 run run pipeline.toml --format json
 expect_eq "quickstart: 4 executed" "$(json "j['executed']")" 4

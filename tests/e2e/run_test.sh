@@ -3,7 +3,7 @@
 # cutoff, a corrupted object recomputed, a failing step's dependents skipped, dry run,
 # errors in the file, the report, methods and berth store.
 . "$(dirname "$0")/common.sh"
-cp -r "$BERTH_SOURCE_DIR/examples/quickstart" "$T/q"
+copy_quickstart "$T/q"
 cd "$T/q"
 
 run run pipeline.toml --format json
@@ -57,7 +57,7 @@ expect_eq "failure: states" "$(json "[s['state'] for s in j['steps']]")" "['fail
 expect_contains "failure: says which and how" "$(json "j['steps'][0]['reason']")" "exited with status 3"
 
 # Dry run: says what would run, runs nothing.
-cp -r "$BERTH_SOURCE_DIR/examples/quickstart" "$T/d"
+copy_quickstart "$T/d"
 run run "$T/d/pipeline.toml" --dry-run
 expect_contains "dry run: would run" "$OUT" "would run"
 [[ -d $T/d/results ]] && fail "dry run wrote results" || ok "dry run wrote nothing"
