@@ -1,11 +1,13 @@
 #include "store/http.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 
 #include "util/strings.h"
 
@@ -16,10 +18,60 @@ namespace {
 // not worth holding (and a misbehaving server cannot make us hold it).
 constexpr size_t kMaxCollectedErrorBody = 1u << 20;
 
-void global_init() {
-  // curl_global_init is not thread-safe; call_once makes it so.
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+// libcurl's soname: ABI 4, unchanged since 2006.
+constexpr const char* kLibcurl = "libcurl.so.4";
+
+// libcurl, loaded when the first transport is made rather than when berth starts:
+// linked, it and the thirty libraries it needs cost every berth process about 4 ms of
+// start-up, and only an s3:// store uses it. The declarations are curl.h's.
+struct CurlApi {
+  decltype(&curl_global_init) global_init = nullptr;
+  decltype(&curl_easy_init) easy_init = nullptr;
+  decltype(&curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&curl_easy_reset) easy_reset = nullptr;
+  decltype(&curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&curl_easy_perform) easy_perform = nullptr;
+  decltype(&curl_easy_getinfo) easy_getinfo = nullptr;
+  decltype(&curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&curl_slist_append) slist_append = nullptr;
+  decltype(&curl_slist_free_all) slist_free_all = nullptr;
+  std::string error;  // why it is not usable; empty when it is
+};
+
+// Loaded and globally initialised once (a static's initialiser runs once, even with
+// threads: curl_global_init itself is not thread-safe). Never unloaded.
+const CurlApi& curl() {
+  static const CurlApi api = [] {
+    CurlApi a;
+    void* lib = ::dlopen(kLibcurl, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = ::dlerror();
+      a.error = fmt::format("cannot load {} (Debian: apt-get install libcurl4): {}", kLibcurl,
+                            why ? why : "unknown error");
+      return a;
+    }
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+      if (fn == nullptr && a.error.empty()) {
+        a.error = fmt::format("{} has no {}", kLibcurl, name);
+      }
+    };
+    bind(a.global_init, "curl_global_init");
+    bind(a.easy_init, "curl_easy_init");
+    bind(a.easy_cleanup, "curl_easy_cleanup");
+    bind(a.easy_reset, "curl_easy_reset");
+    bind(a.easy_setopt, "curl_easy_setopt");
+    bind(a.easy_perform, "curl_easy_perform");
+    bind(a.easy_getinfo, "curl_easy_getinfo");
+    bind(a.easy_strerror, "curl_easy_strerror");
+    bind(a.slist_append, "curl_slist_append");
+    bind(a.slist_free_all, "curl_slist_free_all");
+    if (a.error.empty() && a.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      a.error = "curl_global_init failed";
+    }
+    return a;
+  }();
+  return api;
 }
 
 struct Transfer {
@@ -69,7 +121,7 @@ size_t on_write(char* data, size_t size, size_t n, void* user) {
   if (!t->status_known) {
     // The status line has been read by the time the body starts.
     long status = 0;
-    curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+    curl().easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
     bool ok = status >= 200 && status < 300;
     t->to_sink = t->request->on_body && ok;
     t->collect_all = !t->request->on_body && ok;
@@ -126,10 +178,10 @@ std::string HttpResponse::header(std::string_view name) const {
   return "";
 }
 
-CurlTransport::CurlTransport() { global_init(); }
+CurlTransport::CurlTransport() { (void)curl(); }
 
 CurlTransport::~CurlTransport() {
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+  for (void* h : idle_) curl().easy_cleanup(static_cast<CURL*>(h));
 }
 
 void* CurlTransport::take_handle() {
@@ -141,7 +193,7 @@ void* CurlTransport::take_handle() {
       return h;
     }
   }
-  return curl_easy_init();
+  return curl().easy_init();
 }
 
 void CurlTransport::give_back(void* handle) {
@@ -150,10 +202,13 @@ void CurlTransport::give_back(void* handle) {
 }
 
 Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
+  if (!curl().error.empty()) {
+    return fail(Errc::kIo, request.method + " " + request.url + ": " + curl().error);
+  }
   CURL* h = static_cast<CURL*>(take_handle());
   if (h == nullptr)
     return fail(Errc::kIo, request.method + " " + request.url + ": curl_easy_init failed");
-  curl_easy_reset(h);  // keeps the connection cache, drops every option
+  curl().easy_reset(h);  // keeps the connection cache, drops every option
 
   HttpResponse response;
   Transfer t;
@@ -161,54 +216,54 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   t.response = &response;
   t.handle = h;
 
-  curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect would need re-signing
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+  curl().easy_setopt(h, CURLOPT_URL, request.url.c_str());
+  curl().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  curl().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
+  curl().easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect would need re-signing
+  curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+  curl().easy_setopt(h, CURLOPT_WRITEDATA, &t);
+  curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl().easy_setopt(h, CURLOPT_HEADERDATA, &t);
 
   bool has_body = request.body_fd >= 0 || !request.body.empty() || request.method == "PUT";
   if (request.method == "HEAD") {
-    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    curl().easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (request.method == "PUT" || has_body) {
     uint64_t size = request.body_fd >= 0 ? request.body_size : request.body.size();
-    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(h, CURLOPT_READDATA, &t);
-    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
+    curl().easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl().easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+    curl().easy_setopt(h, CURLOPT_READDATA, &t);
+    curl().easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
     if (request.method != "PUT") {
-      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+      curl().easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     }
   } else if (request.method != "GET") {
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    curl().easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
 
   curl_slist* headers = nullptr;
   for (const auto& [k, v] : request.headers) {
     // "Name;" is curl's way to send a header with an empty value.
     std::string line = v.empty() ? k + ";" : k + ": " + v;
-    headers = curl_slist_append(headers, line.c_str());
+    headers = curl().slist_append(headers, line.c_str());
   }
   // No "Expect: 100-continue" round trip before each upload: the bodies are either
   // small or already hashed, and a refusal (412) costs one wasted upload at worst.
-  headers = curl_slist_append(headers, "Expect:");
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  headers = curl().slist_append(headers, "Expect:");
+  curl().easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 
   char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-  CURLcode rc = curl_easy_perform(h);
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
-  curl_slist_free_all(headers);
+  curl().easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  CURLcode rc = curl().easy_perform(h);
+  curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
+  curl().easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+  curl().slist_free_all(headers);
   give_back(h);
 
   if (rc != CURLE_OK) {
-    std::string what = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc);
+    std::string what = errbuf[0] != '\0' ? errbuf : curl().easy_strerror(rc);
     std::string where = request.method + " " + request.url;
     if (t.sink_failed) return fail(Errc::kIo, where + ": writing the response body failed");
     if (t.upload_errno != 0) {

@@ -60,9 +60,11 @@ class HttpTransport {
   virtual Result<HttpResponse> send(const HttpRequest& request) = 0;
 };
 
-// libcurl. Handles are kept in a pool behind a mutex and reused (keep-alive). Connect
-// timeout 10 s; a transfer slower than 1 KiB/s for 30 s is aborted; no signals (safe
-// in threads); no proxy from the environment unless the process sets one for libcurl.
+// libcurl, loaded (dlopen) when the first transport is made; when it cannot be, every
+// request fails saying why. Handles are kept in a pool behind a mutex and reused
+// (keep-alive). Connect timeout 10 s; a transfer slower than 1 KiB/s for 30 s is
+// aborted; no signals (safe in threads); no proxy from the environment unless the
+// process sets one for libcurl.
 class CurlTransport : public HttpTransport {
  public:
   CurlTransport();
