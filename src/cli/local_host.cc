@@ -39,16 +39,21 @@ int64_t usable_cores() {
 }  // namespace
 
 alloc::LocalHost local_host() {
-  alloc::LocalHost h;
-  char buf[HOST_NAME_MAX + 1] = {};
-  if (gethostname(buf, sizeof buf - 1) == 0 && buf[0]) {
-    h.hostname = buf;
-  } else {
-    h.hostname = "localhost";
-  }
-  h.aliases = {"localhost", "localhost.localdomain", "127.0.0.1", "::1"};
-  h.usable_cores = usable_cores();
-  return h;
+  // Once per process: loading the topology is most of it, and the answer cannot change
+  // under a running berth that did not move itself.
+  static const alloc::LocalHost cached = [] {
+    alloc::LocalHost h;
+    char buf[HOST_NAME_MAX + 1] = {};
+    if (gethostname(buf, sizeof buf - 1) == 0 && buf[0]) {
+      h.hostname = buf;
+    } else {
+      h.hostname = "localhost";
+    }
+    h.aliases = {"localhost", "localhost.localdomain", "127.0.0.1", "::1"};
+    h.usable_cores = usable_cores();
+    return h;
+  }();
+  return cached;
 }
 
 }  // namespace berth::cli
