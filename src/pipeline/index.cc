@@ -17,6 +17,7 @@ CREATE TABLE files(path TEXT PRIMARY KEY, dev INTEGER NOT NULL, ino INTEGER NOT 
                    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
                    ctime_ns INTEGER NOT NULL, hash TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE steps(key TEXT PRIMARY KEY, row BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE settled(pipeline TEXT PRIMARY KEY, record BLOB NOT NULL, steps BLOB NOT NULL);
 )";
 
 // Indexed by Index::Stmt.
@@ -25,6 +26,9 @@ constexpr const char* kStatements[] = {
     "INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     "SELECT row FROM steps WHERE key = ?1",
     "INSERT OR REPLACE INTO steps VALUES (?1, ?2)",
+    "SELECT record, steps FROM settled WHERE pipeline = ?1",
+    "INSERT OR REPLACE INTO settled VALUES (?1, ?2, ?3)",
+    "DELETE FROM settled WHERE pipeline = ?1",
     // IMMEDIATE: take the write lock now, while the busy handler can still wait for it.
     // A deferred transaction that reads first and upgrades later can get SQLITE_BUSY
     // without waiting, when another process committed in between.
@@ -136,6 +140,9 @@ Result<Attempt> attempt(const std::string& path, const IndexOptions& options) {
   if (rc != SQLITE_OK) return give_up(sqlite_error(path, db, "setting WAL mode"));
   rc = exec(db, "PRAGMA synchronous=NORMAL");
   if (rc != SQLITE_OK) return give_up(sqlite_error(path, db, "setting synchronous"));
+  // Reads through a mapping rather than a pread per page: a settled record's steps are
+  // megabytes, hundreds of overflow pages. Best effort: without it reads still work.
+  exec(db, "PRAGMA mmap_size=268435456");
 
   // The check runs in a write transaction so that two processes creating one new file
   // at once do not both create the schema: the second waits, then finds it.
@@ -205,8 +212,26 @@ Result<std::unique_ptr<Index>> Index::open(const std::string& path, const IndexO
     }
     db = second.db;
   }
+  bool rebuilt = !reason.empty();
   std::unique_ptr<Index> index(new Index(path, db, std::move(reason)));
-  BERTH_CHECK(index->prepare_all());
+  auto prepared = index->prepare_all();
+  if (!prepared.ok() && !rebuilt) {
+    // The right version but not its tables (damaged, or written by a build whose
+    // schema differed): rebuilt like any other unusable file.
+    index.reset();
+    BERTH_CHECK(remove_files(path));
+    BERTH_TRY(Attempt again, attempt(path, options));
+    if (again.db == nullptr) {
+      return fail(Errc::kIo, "index " + path + ": still unusable after recreating it: " +
+                                 again.rebuild_reason);
+    }
+    index.reset(new Index(path, again.db,
+                          "its tables do not match schema version " +
+                              std::to_string(kIndexSchemaVersion) + " (" +
+                              prepared.error().message() + ")"));
+    prepared = index->prepare_all();
+  }
+  BERTH_CHECK(prepared);
   return index;
 }
 
@@ -322,6 +347,44 @@ void Index::remember_step(const std::string& key, std::string_view row) {
   std::lock_guard lock(mu_);
   sqlite3_stmt* st = stmts_[kStepPut];
   if (!bind_bytes(st, 1, key, false) || !bind_bytes(st, 2, row, true)) {
+    ++write_errors_;
+    sqlite3_clear_bindings(st);
+    return;
+  }
+  run_write(st);
+}
+
+std::optional<std::pair<std::string, std::string>> Index::settled(const std::string& pipeline) {
+  std::lock_guard lock(mu_);
+  sqlite3_stmt* st = stmts_[kSettledGet];
+  std::optional<std::pair<std::string, std::string>> hit;
+  if (bind_bytes(st, 1, pipeline, false)) {
+    int rc = sqlite3_step(st);
+    note_result(rc);
+    if (rc == SQLITE_ROW) hit.emplace(column_bytes(st, 0), column_bytes(st, 1));
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return hit;
+}
+
+void Index::remember_settled(const std::string& pipeline, std::string_view record,
+                             std::string_view steps) {
+  std::lock_guard lock(mu_);
+  sqlite3_stmt* st = stmts_[kSettledPut];
+  if (!bind_bytes(st, 1, pipeline, false) || !bind_bytes(st, 2, record, true) ||
+      !bind_bytes(st, 3, steps, true)) {
+    ++write_errors_;
+    sqlite3_clear_bindings(st);
+    return;
+  }
+  run_write(st);
+}
+
+void Index::forget_settled(const std::string& pipeline) {
+  std::lock_guard lock(mu_);
+  sqlite3_stmt* st = stmts_[kSettledDelete];
+  if (!bind_bytes(st, 1, pipeline, false)) {
     ++write_errors_;
     sqlite3_clear_bindings(st);
     return;

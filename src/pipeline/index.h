@@ -1,8 +1,9 @@
 // Index: what this machine already knows, so that a no-op rerun stats instead of
 // rehashing (issue 5).
 //
-// The index is a local SQLite database under the cache directory with two maps: a file's
-// path and stat stamp -> the hash of its bytes, and a step key -> the bytes of its row.
+// The index is a local SQLite database under the cache directory with three maps: a
+// file's path and stat stamp -> the hash of its bytes, a step key -> the bytes of its
+// row, and a pipeline -> the record its last settled run left (settled.h).
 // It is a cache of facts the store can always re-derive, never a source of truth: a
 // missing, corrupt or old-schema file is deleted and recreated by open(), and a write
 // that fails (disk full, read-only, locked too long) is counted and otherwise ignored,
@@ -26,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "util/result.h"
 
@@ -54,7 +56,7 @@ struct FileStamp {
 
 // The schema version stored in the `meta` table. Bump it when a table changes: an index
 // with another version is rebuilt, not migrated.
-inline constexpr int kIndexSchemaVersion = 1;
+inline constexpr int kIndexSchemaVersion = 2;
 
 struct IndexOptions {
   // How long a statement waits for another process's lock before giving up (a lookup
@@ -98,6 +100,16 @@ class Index {
   // counted in write_errors().
   void remember_step(const std::string& key, std::string_view row);
 
+  // The settled record (settled.h) remembered for `pipeline` (its absolute path) and
+  // the steps of its report, or nullopt (also on any read error). Two blobs: the
+  // record is decoded, the steps (megabytes) only copied out.
+  std::optional<std::pair<std::string, std::string>> settled(const std::string& pipeline);
+  // Remembers `record` and `steps` for `pipeline`, replacing any earlier pair;
+  // forget_settled() removes it. Never fail: an error is counted in write_errors().
+  void remember_settled(const std::string& pipeline, std::string_view record,
+                        std::string_view steps);
+  void forget_settled(const std::string& pipeline);
+
   // Batch the writes up to the matching commit() into one transaction, so that many
   // remember_* calls cost one commit. Calls nest; only the outermost pair touches the
   // database. begin() fails (kIo) when the write lock is not granted within
@@ -111,7 +123,18 @@ class Index {
   size_t write_errors() const;
 
  private:
-  enum Stmt { kFileGet, kFilePut, kStepGet, kStepPut, kBegin, kCommit, kStmtCount };
+  enum Stmt {
+    kFileGet,
+    kFilePut,
+    kStepGet,
+    kStepPut,
+    kSettledGet,
+    kSettledPut,
+    kSettledDelete,
+    kBegin,
+    kCommit,
+    kStmtCount
+  };
 
   Index(std::string path, sqlite3* db, std::string rebuilt_reason);
   Result<void> prepare_all();

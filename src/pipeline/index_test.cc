@@ -107,6 +107,26 @@ TEST_F(IndexTest, StepRowRoundTripsBinaryBytes) {
   EXPECT_EQ(index->step_row("key3"), std::nullopt);
 }
 
+TEST_F(IndexTest, SettledRecordRoundTripsIsReplacedAndForgotten) {
+  std::string big(3 << 20, 'x');  // megabytes: a 10,000-step report's steps are several
+  big[17] = '\0';
+  using Pair = std::pair<std::string, std::string>;
+  {
+    auto index = open_ok();
+    EXPECT_EQ(index->settled("/p/pipeline.toml"), std::nullopt);
+    index->remember_settled("/p/pipeline.toml", "first", "[]");
+    index->remember_settled("/p/pipeline.toml", "second", big);  // replaces
+    index->remember_settled("/q/pipeline.toml", "other", "");
+  }
+  auto index = open_ok();
+  EXPECT_EQ(index->settled("/p/pipeline.toml"), (Pair{"second", big}));
+  index->forget_settled("/p/pipeline.toml");
+  index->forget_settled("/never/remembered.toml");  // nothing to forget: not an error
+  EXPECT_EQ(index->settled("/p/pipeline.toml"), std::nullopt);
+  EXPECT_EQ(index->settled("/q/pipeline.toml"), (Pair{"other", ""}));
+  EXPECT_EQ(index->write_errors(), 0u);
+}
+
 TEST_F(IndexTest, AnyStampFieldChangedMisses) {
   auto index = open_ok();
   FileStamp base{1, 2, 3, 4, 5};
@@ -217,12 +237,26 @@ TEST_F(IndexTest, SchemaVersionMismatchIsRebuilt) {
   raw_sql("UPDATE meta SET value = '0' WHERE key = 'schema'");
   auto index = open_ok();
   ASSERT_NE(index, nullptr);
-  EXPECT_EQ(index->rebuilt_reason(), "schema version 0, expected 1");
+  EXPECT_EQ(index->rebuilt_reason(), "schema version 0, expected 2");
   EXPECT_EQ(index->step_row("k"), std::nullopt);
   // Rebuilt at the current version: the next open keeps it.
   index.reset();
   index = open_ok();
   EXPECT_EQ(index->rebuilt_reason(), "");
+}
+
+TEST_F(IndexTest, RightVersionWithWrongTablesIsRebuilt) {
+  // The schema version matches, but a table lacks a column a statement needs: the
+  // file is rebuilt, not run without for ever.
+  { auto index = open_ok(); }
+  raw_sql("DROP TABLE settled; CREATE TABLE settled(pipeline TEXT PRIMARY KEY, record BLOB)");
+  auto index = open_ok();
+  ASSERT_NE(index, nullptr);
+  EXPECT_NE(index->rebuilt_reason().find("its tables do not match schema version"),
+            std::string::npos)
+      << index->rebuilt_reason();
+  index->remember_settled("/p.toml", "r", "s");
+  EXPECT_NE(index->settled("/p.toml"), std::nullopt);
 }
 
 TEST_F(IndexTest, ForeignDatabaseWithoutMetaIsRebuilt) {
