@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -27,6 +28,7 @@
 #include "pipeline/pipeline_file.h"
 #include "pipeline/lease.h"
 #include "pipeline/methods.h"
+#include "pipeline/settled.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
 #include "store/tiered_store.h"
@@ -175,15 +177,90 @@ std::map<std::string, std::string> previous_bases(const std::string& report_path
   return out;
 }
 
+// Writes the report of a run beside the pipeline, and stores it with the run: a row
+// whose steps are an object, so that runs reporting the same steps (every no-op rerun)
+// store them once, and a report of any size fits a row. `steps_object`: their object's
+// name when it may already be stored (a settled run's), else "". Returns that name, or
+// "" when the report could not be stored (said on stderr).
+std::string publish_report(const pipeline::RunReport& r, const std::string& steps,
+                           std::string steps_object, std::optional<size_t> settled_steps,
+                           const std::string& full, store::ObjectStore& shared,
+                           const std::string& report_path) {
+  auto stored = [&]() -> Result<void> {
+    bool present = false;
+    if (!steps_object.empty()) {
+      auto has = shared.has_object(steps_object);
+      present = has.ok() && *has;
+    }
+    if (!present) {
+      BERTH_TRY(steps_object, shared.put_object(steps));
+    }
+    auto addr = store::row_address("runs", fmt::format("{}-{}{}", r.started,
+                                                       r.worker.empty() ? "" : r.worker + "-",
+                                                       getpid()));
+    BERTH_CHECK(shared.put_row(addr, pipeline::report_json(r, steps_object, true, settled_steps)));
+    return Ok{};
+  }();
+  if (!stored.ok()) {
+    std::fprintf(stderr, "berth: the run's report was not stored: %s\n",
+                 stored.error().message().c_str());
+    steps_object.clear();
+  }
+  if (auto w = files::write_file_atomic(report_path, full); !w.ok()) {
+    std::fprintf(stderr, "berth: %s\n", w.error().message().c_str());
+  }
+  return steps_object;
+}
+
 int run_pipeline(const RunFlags& f) {
-  // 1. The pipeline file, expanded and checked before anything runs.
-  auto file = pipeline::read_pipeline(f.pipeline);
-  if (!file.ok()) return report(file.error());
-  auto graph = pipeline::expand(*file, [](const std::string& p) { return files::exists(p); });
-  if (!graph.ok()) return report(graph.error());
+  // 1. The pipeline file, expanded and checked before anything runs; unless the last
+  // run of these very bytes settled (settled.h), when parsing waits until the record
+  // turns out not to hold.
+  auto text = files::read_file(f.pipeline);
+  if (!text.ok()) return report(text.error());
+  std::string bdir = berth_dir_for(f.pipeline);
+  std::string settled_name = fs::absolute(f.pipeline).lexically_normal().string();
+  std::string engine = std::string("berth ") + BERTH_VERSION + " (" + BERTH_GIT_COMMIT + ")";
+  std::string url = f.store.empty() ? "file://" + bdir + "/store" : f.store;
+  std::string results_dir = f.results.empty()
+                                ? (fs::path(bdir).parent_path() / "results").string()
+                                : f.results;
+  std::string cwd = fs::current_path().string();
+  std::string abs_results = fs::absolute(results_dir).lexically_normal().string();
+  std::unique_ptr<pipeline::Index> index;
+  std::optional<pipeline::Settled> settled;
+  std::string settled_steps;  // its report's steps
+  bool may_settle = !f.dry_run && !f.worker;
+  if (may_settle) {
+    std::string ix = (f.cache.empty() ? bdir + "/cache" : fs::absolute(f.cache).string()) +
+                     "/index.sqlite";
+    if (files::exists(ix)) {
+      if (auto opened = pipeline::Index::open(ix); opened.ok()) index = std::move(*opened);
+    }
+    if (index && index->rebuilt_reason().empty()) {
+      if (auto blob = index->settled(settled_name)) {
+        auto s = pipeline::decode_settled(blob->first);
+        settled_steps = std::move(blob->second);
+        std::string context =
+            pipeline::settled_context(engine, cwd, settled_name, *text, url, abs_results);
+        if (s.ok() && s->context == context) settled = std::move(*s);
+      }
+    }
+  }
+  std::optional<pipeline::Graph> graph;
+  auto load_graph = [&]() -> std::optional<int> {
+    auto file = pipeline::parse_pipeline(*text, f.pipeline);
+    if (!file.ok()) return report(file.error());
+    auto g = pipeline::expand(*file, [](const std::string& p) { return files::exists(p); });
+    if (!g.ok()) return report(g.error());
+    graph = std::move(*g);
+    return std::nullopt;
+  };
+  if (!settled) {
+    if (auto rc = load_graph()) return *rc;
+  }
 
   // 2. Worker mode is refused before anything runs when it could not divide anything.
-  std::string bdir = berth_dir_for(f.pipeline);
   std::string worker;
   std::chrono::milliseconds lease{0};
   if (f.worker) {
@@ -245,7 +322,6 @@ int run_pipeline(const RunFlags& f) {
 
   // 5. The store: a worker reads and writes objects through a local tier, and always
   // asks the shared store about rows and leases.
-  std::string url = f.store.empty() ? "file://" + bdir + "/store" : f.store;
   auto opened = open_store_url(url);
   if (!opened.ok()) return report(opened.error().with_context("--store"));
   std::unique_ptr<store::ObjectStore> store = std::move(*opened);
@@ -260,12 +336,11 @@ int run_pipeline(const RunFlags& f) {
   for (const auto& n : store->notices()) std::fprintf(stderr, "berth: %s\n", n.c_str());
 
   pipeline::RunOptions o;
-  o.results_dir = f.results.empty() ? (fs::path(bdir).parent_path() / "results").string()
-                                    : f.results;
+  o.results_dir = results_dir;
   o.staging_dir = cache + "/staging";
   o.dry_run = f.dry_run;
   o.fail_fast = f.fail_fast;
-  o.engine_version = std::string("berth ") + BERTH_VERSION + " (" + BERTH_GIT_COMMIT + ")";
+  o.engine_version = engine;
   o.platform = platform();
   o.host = host;
   o.machine = ctx->machine;
@@ -284,33 +359,79 @@ int run_pipeline(const RunFlags& f) {
   if (tty) o.progress = progress_line();
   fs::create_directories(o.staging_dir, ec);
   // This machine's index of what it knows; disposable, rebuilt from the store.
-  std::unique_ptr<pipeline::Index> index;
-  if (auto ix = pipeline::Index::open(cache + "/index.sqlite"); ix.ok()) {
-    index = std::move(*ix);
+  if (!index) {
+    if (auto ix = pipeline::Index::open(cache + "/index.sqlite"); ix.ok()) {
+      index = std::move(*ix);
+    } else {
+      std::fprintf(stderr, "berth: running without the local index: %s\n",
+                   ix.error().message().c_str());
+    }
+  }
+  if (index) {
     if (!index->rebuilt_reason().empty()) {
       std::fprintf(stderr, "berth: the local index was rebuilt: %s\n",
                    index->rebuilt_reason().c_str());
     }
     o.index = index.get();
-  } else {
-    std::fprintf(stderr, "berth: running without the local index: %s\n",
-                 ix.error().message().c_str());
   }
 
-  // 6. Run, with Ctrl-C ending running steps cleanly.
+  // 6. A settled pipeline whose record still holds is that run again: reported, not
+  // re-derived (settled.h). Otherwise the ordinary run, which records afresh.
+  if (settled) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::string started = pipeline::iso_now();
+    auto differs = pipeline::settled_difference(*settled, pool.nodes(), *store,
+                                                place::VersionProbe::real());
+    if (!differs) {
+      pipeline::RunReport header;
+      header.pipeline = settled->pipeline;
+      header.store = store->describe();
+      header.started = started;
+      header.notices = store->notices();
+      header.elapsed_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::string j = pipeline::report_json(header, settled_steps, false, settled->steps);
+      publish_report(header, settled_steps, settled->steps_object, settled->steps, j, *shared,
+                     report_path);
+      if (f.format == "json") {
+        std::fwrite(j.data(), 1, j.size(), stdout);
+      } else {
+        std::printf("%zu step(s): 0 executed, %zu cached, 0 failed, 0 skipped, 0 refused in "
+                    "%.2f s\n",
+                    settled->steps, settled->steps, header.elapsed_s);
+      }
+      std::fflush(stdout);
+      return kExitOk;
+    }
+    settled.reset();
+    if (auto rc = load_graph()) return *rc;
+  }
+  o.record_settled = may_settle && o.index;
+
+  // 7. Run, with Ctrl-C ending running steps cleanly.
   Interrupts interrupts;
   o.cancel_fd = interrupts.cancel_fd();
   auto rep = pipeline::run_graph(*graph, *store, pool, Env::from_process(), o);
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!rep.ok()) return report(rep.error());
 
-  // 7. The report: stored with the run, kept beside the pipeline, printed.
-  std::string j = pipeline::report_json(*rep);
+  // 8. The report: stored with the run, kept beside the pipeline, printed. A run that
+  // settled leaves its record for the next.
+  std::string steps_json = pipeline::report_steps_json(*rep);
+  std::string j = pipeline::report_json(*rep, steps_json);
+  std::string steps_object;
   if (!f.dry_run) {
-    auto addr = store::row_address(
-        "runs", fmt::format("{}-{}{}", rep->started, worker.empty() ? "" : worker + "-", getpid()));
-    (void)shared->put_row(addr, j);
-    (void)files::write_file_atomic(report_path, j);
+    steps_object = publish_report(*rep, steps_json, "", std::nullopt, j, *shared, report_path);
+  }
+  if (o.record_settled) {
+    if (rep->settled) {
+      rep->settled->steps_object = steps_object;
+      rep->settled->context =
+          pipeline::settled_context(engine, cwd, settled_name, *text, url, abs_results);
+      index->remember_settled(settled_name, pipeline::encode_settled(*rep->settled), steps_json);
+    } else {
+      index->forget_settled(settled_name);
+    }
   }
   if (f.format == "json") {
     std::fwrite(j.data(), 1, j.size(), stdout);

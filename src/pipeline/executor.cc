@@ -7,12 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -46,6 +48,15 @@ const char* step_state_name(StepState s) {
   return "pending";
 }
 
+std::string iso_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 int RunReport::count(StepState s) const {
   int n = 0;
   for (const auto& st : steps) n += st.state == s;
@@ -66,15 +77,6 @@ namespace fs = std::filesystem;
 
 // spec 05: the kind of row a step's result is written under.
 constexpr std::string_view kStepsRow = "steps";
-
-std::string iso_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // The SHA-256 of a file, streamed: inputs may be large.
 Result<std::string> hash_file_bytes(const std::string& path) {
@@ -208,13 +210,19 @@ class Executor {
                const std::vector<StepRecord::Output>& upstream,
                const std::function<void()>& exited,
                const std::function<void(const StepRecord&)>& known);
-  Result<void> materialize_results(const StepRecord& r, std::vector<std::string>* problems);
+  // Puts each result in place unless it already is. `seen`: each result's stamp once
+  // it is in place (settled.h), when collecting them.
+  Result<void> materialize_results(const StepRecord& r, std::vector<std::string>* problems,
+                                   std::vector<SettledFile>* seen = nullptr);
   // A step ended: record it, count it, and release or ready what depends on it.
   void settle(size_t i, StepRecord rec);
   void skip_dependents(size_t i, const std::string& why);
   void set_state(size_t i, StepState st);
   void rearm();
   void notify();
+  // record_settled: moves what the cached steps saw into report_.settled, when every
+  // step was cached and nothing went wrong.
+  void collect_settled();
   // An empty staging directory with in/ and out/ (spec 04 §7): one left by an earlier
   // step when there is one, else a new <staging>/<pid>.<n>. Any thread.
   Result<std::string> acquire_stage();
@@ -269,6 +277,10 @@ class Executor {
   std::map<std::string, std::string> loaded_previous_;
   std::mutex stage_mu_;
   std::vector<std::string> free_stages_;
+  // What the cached steps saw (record_settled; run() thread only). settleable_ goes
+  // false at the first fact that was not verified at a stamp.
+  Settled settled_;
+  bool settleable_ = true;
 };
 
 Result<void> Executor::read_tool_versions() {
@@ -319,14 +331,23 @@ Result<std::string> Executor::key_for(size_t i, json* basis) {
             known = o_.index->file_hash(item.path, *st);
           }
         }
+        bool stamped = known.has_value();
         if (!known) {
           BERTH_TRY(std::string h, hash_file_bytes(item.path));
           if (o_.index && before) {
             if (auto after = FileStamp::of(item.path); after.ok() && *after == *before) {
               o_.index->remember_file(item.path, *before, h);
+              stamped = true;
             }
           }
           known = std::move(h);
+        }
+        if (o_.record_settled) {
+          if (stamped) {
+            settled_.files.push_back({item.path, *before, true});
+          } else {
+            settleable_ = false;
+          }
         }
         list.push_back({"bytes", *known});
       } else {
@@ -443,6 +464,7 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
     if (!store::check_object_name(rec.object).ok()) return std::nullopt;
     auto has = store_.has_object(rec.object);
     if (!has.ok() || !*has) return std::nullopt;
+    if (o_.record_settled) settled_.objects.push_back(rec.object);
     r.outputs[out] = rec;
   }
   if (o_.index && !from_index) o_.index->remember_step(key, *text);
@@ -452,7 +474,7 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   if (!j->cores.empty()) r.cores = j->cores;
   if (!o_.dry_run) {
     std::vector<std::string> problems;
-    auto m = materialize_results(r, &problems);
+    auto m = materialize_results(r, &problems, o_.record_settled ? &settled_.files : nullptr);
     if (!m.ok()) problems.push_back(m.error().message());
     if (!problems.empty()) {
       for (auto& p : problems) report_.problems.push_back(p);
@@ -464,7 +486,8 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   return r;
 }
 
-Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std::string>* problems) {
+Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std::string>* problems,
+                                           std::vector<SettledFile>* seen) {
   std::string dir = fmt::format("{}/{}", o_.results_dir, r.name);
   if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
     return fail(Errc::kIo, fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
@@ -475,7 +498,10 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
     // a no-op rerun stats instead of rehashing.
     if (o_.index) {
       if (auto st = result_stamp(dest); st.ok()) {
-        if (o_.index->file_hash(dest, *st) == rec.object) continue;
+        if (o_.index->file_hash(dest, *st) == rec.object) {
+          if (seen) seen->push_back({dest, *st, false});
+          continue;
+        }
       }
     }
     // materialize() replaces `dest` atomically, never writing into it.
@@ -489,7 +515,12 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
       continue;
     }
     if (o_.index) {
-      if (auto st = result_stamp(dest); st.ok()) o_.index->remember_file(dest, *st, rec.object);
+      if (auto st = result_stamp(dest); st.ok()) {
+        o_.index->remember_file(dest, *st, rec.object);
+        if (seen) seen->push_back({dest, *st, false});
+      } else if (seen) {
+        settleable_ = false;
+      }
     }
   }
   return Ok{};
@@ -976,6 +1007,41 @@ void Executor::rearm() {
   deferred_.clear();
 }
 
+void Executor::collect_settled() {
+  size_t n = g_.steps.size();
+  if (!o_.index || o_.dry_run || o_.leases || cancelled_ || !settleable_ || n == 0 ||
+      static_cast<size_t>(report_.count(StepState::kCached)) != n ||
+      !report_.problems.empty() || !report_.divergences.empty()) {
+    return;
+  }
+  // One stamp per path: a file two steps read is checked once. The same path seen
+  // at two stamps changed during the run; no record then.
+  auto& files = settled_.files;
+  std::sort(files.begin(), files.end(), [](const SettledFile& a, const SettledFile& b) {
+    return std::tie(a.path, a.with_ctime) < std::tie(b.path, b.with_ctime);
+  });
+  for (size_t k = 1; k < files.size(); ++k) {
+    if (files[k].path == files[k - 1].path && files[k] != files[k - 1]) return;
+  }
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  std::sort(settled_.objects.begin(), settled_.objects.end());
+  settled_.objects.erase(std::unique(settled_.objects.begin(), settled_.objects.end()),
+                         settled_.objects.end());
+  std::set<Shape> shapes;
+  for (const Step& s : g_.steps) shapes.insert(shape_of(s));
+  for (const auto& [tasks, cpus, gpus, nodes] : shapes) {
+    settled_.requests.push_back({tasks, cpus, gpus, nodes});
+  }
+  for (const auto& [name, tool] : g_.tools) {
+    auto v = tools_.find(name);
+    if (v == tools_.end()) return;
+    settled_.tools.push_back({tool.version, v->second});
+  }
+  settled_.pipeline = g_.name;
+  settled_.steps = n;
+  report_.settled = std::move(settled_);
+}
+
 Result<RunReport> Executor::run() {
   t0_ = SteadyClock::now();
   report_.pipeline = g_.name;
@@ -1138,6 +1204,7 @@ Result<RunReport> Executor::run() {
       rec.reason = cancelled_ ? "not run: the run was interrupted" : "not run: --fail-fast";
     }
   }
+  if (o_.record_settled) collect_settled();
   report_.elapsed_s = now_s();
   return std::move(report_);
 }

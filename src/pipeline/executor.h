@@ -28,6 +28,7 @@
 #include "pipeline/graph.h"
 #include "pipeline/index.h"
 #include "pipeline/lease.h"
+#include "pipeline/settled.h"
 #include "place/pool.h"
 #include "place/render.h"
 #include "store/object_store.h"
@@ -88,6 +89,10 @@ struct RunReport {
   std::vector<std::string> problems;  // corrupt objects found, and the like
   std::vector<std::string> notices;   // what the store said when opened (store notices())
   LeaseStats leases;
+  // With RunOptions::record_settled, a run in which every step was cached, with no
+  // problem and no divergence, leaves what it saw here (settled.h), with everything
+  // but its context and steps_json filled in.
+  std::optional<Settled> settled;
   int count(StepState s) const;
   int exit_code() const;  // 0, or 1 when any step failed / was refused, 130 if cancelled
 };
@@ -142,6 +147,9 @@ struct RunOptions {
   // step must run or a dry run explains one — a no-op rerun never reads the last
   // report.
   std::function<std::map<std::string, std::string>()> load_previous;
+  // Collect what a run in which every step is cached saw, into RunReport::settled.
+  // Needs the index: the record holds the stamps the index knows hashes at.
+  bool record_settled = false;
 };
 
 
@@ -150,11 +158,21 @@ struct RunOptions {
 Result<RunReport> run_graph(const Graph& graph, store::ObjectStore& store, place::Pool& pool,
                             const Env& parent, const RunOptions& options);
 
+// Now, in UTC, as reports and provenance stamp it: "2026-12-03T08:28:07Z".
+std::string iso_now();
+
 // One output's record as a row and the report write it: {object, form, canonical}.
 nlohmann::ordered_json output_json(const StepRecord::Output& o);
 
-// The report as JSON (spec 04 §8) and the HTML timeline.
+// The report as JSON (spec 04 §8) and the HTML timeline. report_steps_json() is its
+// "steps" array alone. report_json(r, steps, ...) is the report around `steps` already
+// written: inline as "steps", or with `as_object` named by "steps_object" (the row a
+// run stores, its steps an object in the store). `settled_steps`: a run answered from
+// a settled record (settled.h), that many steps, all cached ("settled": true).
 std::string report_json(const RunReport& r);
+std::string report_steps_json(const RunReport& r);
+std::string report_json(const RunReport& r, std::string_view steps, bool as_object = false,
+                        std::optional<size_t> settled_steps = std::nullopt);
 std::string report_html(const RunReport& r);
 
 }  // namespace berth::pipeline

@@ -1,0 +1,96 @@
+// The settled record (spec 04 §7.1): what a run in which every step was cached saw, so
+// that the next run of the same pipeline can tell by stat() alone that nothing changed.
+//
+// A run whose every step came from the store, with no problem, no divergence and every
+// fact it used verified at a stamp, leaves a record in the local index (index.h): a
+// copy of what it was given (the engine, the pipeline file's bytes, the store, the
+// results directory), each distinct placement request its steps make, each tool's
+// version command and answer, the stamp of every file input (as the index knew its
+// hash) and of every result (as it was verified against its object), every object it
+// found in the store; and beside the record, the steps of its report. The next run that finds the
+// same digest, every request still fitting the pool, every tool answering the same, every stamp
+// unchanged and every object still present is that run again: it reports the same steps, all
+// cached, without parsing the pipeline, keying a step or reading a row. Anything else (one stamp
+// differs, a stat fails, the record is missing or unreadable) and the run takes the ordinary path,
+// which then records afresh.
+//
+// The record is a cache, like the index it lives in: losing it costs one ordinary run.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/index.h"
+#include "place/launcher.h"
+#include "place/pool.h"
+#include "store/object_store.h"
+#include "util/result.h"
+
+namespace berth::pipeline {
+
+// Bump when the encoding or what a record means changes: an older record then simply
+// does not decode, and costs one ordinary run.
+inline constexpr int kSettledFormat = 1;
+
+struct SettledFile {
+  std::string path;
+  FileStamp stamp;
+  // false: a result, stamped without its ctime (every link made to its object changes
+  // the ctime, spec 04 §7); true: an input, stamped whole, as the index stamps it.
+  bool with_ctime = true;
+  bool operator==(const SettledFile&) const = default;
+};
+
+struct SettledTool {
+  std::vector<std::string> argv;  // its version command
+  std::string output;             // what the command printed
+  bool operator==(const SettledTool&) const = default;
+};
+
+// A placement request a step makes: tasks, cpus per task, gpus, nodes (-1: any).
+struct SettledRequest {
+  int tasks = 1, cpus_per_task = 1, gpus = 0, nodes = -1;
+  bool operator==(const SettledRequest&) const = default;
+};
+
+struct Settled {
+  std::string context;       // settled_context() of the run that left it
+  std::string pipeline;      // the pipeline's name, for the report
+  std::string steps_object;  // the object holding the report's steps, when stored
+  std::vector<SettledRequest> requests;
+  std::vector<SettledTool> tools;
+  std::vector<SettledFile> files;
+  std::vector<std::string> objects;
+  size_t steps = 0;  // how many steps the report's "steps" array holds
+  bool operator==(const Settled&) const = default;
+};
+
+// What a run was given, as one string to compare: every field length-prefixed, so no
+// two different tuples share one. The pipeline's bytes are in it whole, not hashed: a
+// settled run computes no hash at all.
+// `cwd` is in it because relative paths (an input, --results, a file:// URL) are
+// resolved against it.
+std::string settled_context(std::string_view engine_version, std::string_view cwd,
+                            std::string_view pipeline_path, std::string_view pipeline_bytes,
+                            std::string_view store_url, std::string_view results_dir);
+
+// The record as bytes, and back (the steps of the report are kept beside it, not in it).
+// decode_settled() fails (kInvalidInput) on anything encode_settled() could not have written,
+// naming the byte offset and what was expected there; it never crashes, whatever the bytes.
+std::string encode_settled(const Settled& s);
+Result<Settled> decode_settled(std::string_view bytes);
+
+// Whether the world still is as `s` saw it: every request fits an empty pool of
+// `nodes`, every tool prints what it printed, every file has its stamp and every
+// object is in `store`. nullopt when it is; otherwise the first difference found
+// ("in/3.txt changed", "tool 'cc' answers differently"). Stats on two threads; `store`
+// must allow concurrent has_object() calls, as the executor's threads need anyway.
+std::optional<std::string> settled_difference(const Settled& s,
+                                              const std::vector<place::PoolNode>& nodes,
+                                              store::ObjectStore& store,
+                                              place::VersionProbe& probe);
+
+}  // namespace berth::pipeline

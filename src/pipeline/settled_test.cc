@@ -1,0 +1,214 @@
+#include "pipeline/settled.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "store/memory_store.h"
+
+namespace berth::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+Settled sample() {
+  Settled s;
+  s.context = settled_context("berth 1", "/p", "/p/pipeline.toml", "[pipeline]\nname = \"x\"\n",
+                              "file:///p/.berth/store", "/p/results");
+  s.pipeline = "x";
+  s.steps_object = "sha256:" + std::string(64, 'a');
+  s.requests = {{1, 1, 0, -1}, {4, 2, 1, 2}};
+  s.tools = {{{"cc", "--version"}, "cc 12\n"}, {{"sh", "-c", "echo a b\nc"}, ""}};
+  s.files = {{"in/a b.txt", {1, 2, 3, 4, 5}, true},
+             {"odd\npath:7:", {UINT64_MAX, 9, 0, -4, 0}, true},
+             {"results/s/o", {1, 3, 8, 1700000000123456789, 0}, false}};
+  s.objects = {"sha256:" + std::string(64, 'b')};
+  s.steps = 2;
+  return s;
+}
+
+TEST(Settled, EncodeDecodeRoundTripsAnyBytes) {
+  Settled s = sample();
+  std::string bytes = encode_settled(s);
+  auto back = decode_settled(bytes);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(encode_settled(*back), bytes);
+
+  Settled empty;
+  auto e = decode_settled(encode_settled(empty));
+  ASSERT_TRUE(e.ok()) << e.error().message();
+  EXPECT_EQ(*e, empty);
+}
+
+TEST(Settled, ContextChangesWithEveryField) {
+  std::string base = settled_context("e", "/c", "/p", "bytes", "url", "/r");
+  EXPECT_EQ(base, settled_context("e", "/c", "/p", "bytes", "url", "/r"));
+  EXPECT_NE(base, settled_context("f", "/c", "/p", "bytes", "url", "/r"));
+  EXPECT_NE(base, settled_context("e", "/d", "/p", "bytes", "url", "/r"));
+  EXPECT_NE(base, settled_context("e", "/c", "/q", "bytes", "url", "/r"));
+  EXPECT_NE(base, settled_context("e", "/c", "/p", "bytes ", "url", "/r"));
+  EXPECT_NE(base, settled_context("e", "/c", "/p", "bytes", "url2", "/r"));
+  EXPECT_NE(base, settled_context("e", "/c", "/p", "bytes", "url", "/r2"));
+  // Length-prefixed: moving bytes from one field to the next is another context.
+  EXPECT_NE(settled_context("ab", "c", "", "", "", ""), settled_context("a", "bc", "", "", "", ""));
+}
+
+TEST(Settled, DecodeNamesTheOffsetOfWhatIsWrong) {
+  std::string good = encode_settled(sample());
+  struct Case {
+    std::string bytes;
+    std::string want;
+  };
+  std::vector<Case> cases = {
+      {"", "at byte 0: expected 'berth-settled'"},
+      {"berth-settled 2\n", "format 2, expected 1"},
+      {"berth-settled x\n", "at byte 14: expected the format version"},
+      {good.substr(0, good.size() - 1), "expected 'end\n'"},
+      {good + "x", "expected the end of the record"},
+      {"berth-settled 1\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
+      {"berth-settled 1\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
+      {"berth-settled 1\ncontext 0:\npipeline 0:\nsteps-object 0:\ninput 1 2 3 4 x 0:\n",
+       "expected a ctime"},
+      {"berth-settled 1\ncontext 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0\n",
+       "expected ' '"},
+      {"berth-settled 1\ncontext 0:\npipeline 0:\nsteps-object 0:\nbogus 1\n", "expected 'steps '"},
+      {"berth-settled 1\ncontext 0:\npipeline 0:\nsteps-object 0:\n"
+       "tool 99999999999999999999 \n",
+       "expected an argument count"},
+  };
+  for (const auto& c : cases) {
+    auto r = decode_settled(c.bytes);
+    ASSERT_FALSE(r.ok()) << c.bytes;
+    EXPECT_EQ(r.error().code(), Errc::kInvalidInput);
+    EXPECT_NE(r.error().message().find(c.want), std::string::npos)
+        << "got: " << r.error().message() << "\nwant: " << c.want;
+  }
+  // Every truncation of a good record fails; none crashes.
+  for (size_t n = 0; n < good.size(); ++n) EXPECT_FALSE(decode_settled(good.substr(0, n)).ok());
+}
+
+class Probe : public place::VersionProbe {
+ public:
+  std::map<std::vector<std::string>, std::string> answers;
+  int runs = 0;
+  Result<std::string> run(const std::vector<std::string>& argv) override {
+    ++runs;
+    auto it = answers.find(argv);
+    if (it == answers.end()) return fail(Errc::kNotFound, argv.at(0) + ": not found");
+    return it->second;
+  }
+};
+
+class SettledCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "berth-settled-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    nodes_ = {{"n0", {0, 1, 2, 3}, {"0"}, std::nullopt}};
+    // A hundred inputs and results: enough that the check splits over two threads.
+    for (int i = 0; i < 100; ++i) {
+      s_.files.push_back(
+          {write("in" + std::to_string(i), "i"), stamp(dir_ + "/in" + std::to_string(i)), true});
+      std::string r = write("out" + std::to_string(i), "o");
+      FileStamp st = stamp(r);
+      st.ctime_ns = 0;
+      s_.files.push_back({r, st, false});
+      auto name = store_.put_object("object " + std::to_string(i));
+      ASSERT_TRUE(name.ok());
+      s_.objects.push_back(*name);
+    }
+    s_.requests = {{2, 2, 1, 1}};
+    s_.tools = {{{"cc", "--version"}, "cc 12\n"}};
+    probe_.answers[{"cc", "--version"}] = "cc 12\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& bytes) {
+    std::string p = dir_ + "/" + name;
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+    return p;
+  }
+  static FileStamp stamp(const std::string& p) {
+    auto st = FileStamp::of(p);
+    EXPECT_TRUE(st.ok());
+    return st.ok() ? *st : FileStamp{};
+  }
+  std::optional<std::string> difference() { return settled_difference(s_, nodes_, store_, probe_); }
+
+  std::string dir_;
+  std::vector<place::PoolNode> nodes_;
+  store::MemoryStore store_;
+  Probe probe_;
+  Settled s_;
+};
+
+TEST_F(SettledCheck, UnchangedHolds) {
+  EXPECT_EQ(difference(), std::nullopt);
+  EXPECT_EQ(probe_.runs, 1);
+}
+
+TEST_F(SettledCheck, AnInputRewrittenInPlaceIsADifference) {
+  std::string p = s_.files[150].path;  // one the second half checks
+  ASSERT_TRUE(s_.files[150].with_ctime);
+  write(fs::path(p).filename().string(), "j");
+  auto d = difference();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(*d, p + " changed");
+}
+
+TEST_F(SettledCheck, AnInputWithRestoredMtimeIsStillADifference) {
+  // Same size, mtime put back: only the ctime tells, and inputs are stamped with it.
+  std::string p = s_.files[0].path;
+  struct stat before {};
+  ASSERT_EQ(::stat(p.c_str(), &before), 0);
+  write(fs::path(p).filename().string(), "x");
+  timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), times, 0), 0);
+  auto d = difference();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(*d, p + " changed");
+}
+
+TEST_F(SettledCheck, AResultIsStampedWithoutItsCtime) {
+  // A new link to a result changes its ctime only: still settled.
+  std::string r = s_.files[1].path;
+  ASSERT_FALSE(s_.files[1].with_ctime);
+  ASSERT_EQ(::link(r.c_str(), (r + ".link").c_str()), 0);
+  EXPECT_EQ(difference(), std::nullopt);
+  // A removed result is not.
+  fs::remove(r);
+  auto d = difference();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(*d, r + " changed");
+}
+
+TEST_F(SettledCheck, AMissingObjectIsADifference) {
+  store::MemoryStore fresh;  // the same facts against a store without the objects
+  auto d = settled_difference(s_, nodes_, fresh, probe_);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NE(d->find("is no longer in the store"), std::string::npos) << *d;
+}
+
+TEST_F(SettledCheck, ARequestThatNoLongerFitsIsADifference) {
+  nodes_[0].gpu_ids.clear();
+  EXPECT_EQ(difference(), "a step no longer fits the pool");
+  nodes_ = {{"n0", {0, 1, 2}, {"0"}, std::nullopt}};  // 2 tasks x 2 cpus needs 4 cores
+  EXPECT_EQ(difference(), "a step no longer fits the pool");
+}
+
+TEST_F(SettledCheck, AToolThatAnswersDifferentlyIsADifference) {
+  probe_.answers[{"cc", "--version"}] = "cc 13\n";
+  EXPECT_EQ(difference(), "tool 'cc' answers differently");
+  probe_.answers.clear();  // gone from PATH
+  EXPECT_EQ(difference(), "tool 'cc' answers differently");
+}
+
+}  // namespace
+}  // namespace berth::pipeline

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# berth run's settled path (spec 04 §7.1): after a run in which every step was cached,
+# the next run of the same pipeline answers from that run's record by stat() alone,
+# reporting the very same steps; and every change the ordinary path would notice (the
+# pipeline's bytes, an input, an input edited with its mtime put back, a result, an
+# object, a tool's version, the results directory, the pool) sends the run down the
+# ordinary path, which gets the right answer and records afresh.
+. "$(dirname "$0")/common.sh"
+mkdir -p "$T/p/data"
+cd "$T/p"
+for i in 1 2 3; do printf 'v%s\n' "$i" >"data/$i.txt"; done
+printf 'tool 1\n' >toolver
+cat >pipeline.toml <<X
+[pipeline]
+name = "settle"
+
+[tools.v]
+version = ["cat", "$T/p/toolver"]
+
+[[step]]
+name = "w-{i}"
+foreach = { i = [1, 2, 3] }
+inputs = { src = "data/{i}.txt" }
+cmd = ["cp", "{in.src}", "{out.o}"]
+outputs = ["o"]
+tools = ["v"]
+
+[[step]]
+name = "sum"
+inputs = { parts = ["@w-1/o", "@w-2/o", "@w-3/o"] }
+run = "cat {in.parts} > {out.o}"
+outputs = ["o"]
+X
+
+settled() { json "j.get('settled', False)"; }
+state() { json "[s['state'] for s in j['steps'] if s['name']=='$1'][0]"; }
+counts() { json "'%d executed %d cached' % (j['executed'], j['cached'])"; }
+
+run run pipeline.toml --format json
+expect_eq "full run: exit 0" "$RC" 0
+expect_eq "full run: all executed, not settled" "$(counts) $(settled)" "4 executed 0 cached False"
+# Staging linked the inputs in and out again, which changed their ctimes: the first
+# rerun rehashes them on the ordinary path, and is the run that settles.
+run run pipeline.toml --format json
+expect_eq "first rerun: ordinary, all cached" "$(counts) $(settled)" "0 executed 4 cached False"
+ordinary=$(json "json.dumps(j['steps'], sort_keys=True)")
+run run pipeline.toml --format json
+expect_eq "second rerun: settled" "$(counts) $(settled)" "0 executed 4 cached True"
+expect_eq "settled: exit 0, nothing on stderr" "$RC:$ERR" "0:"
+expect_eq "settled: the same steps as the ordinary run reported" \
+  "$(json "json.dumps(j['steps'], sort_keys=True)")" "$ordinary"
+expect_eq "settled: counts say nothing else happened" \
+  "$(json "[j[k] for k in ('failed','skipped','refused','cancelled')] + [j['problems'], j['divergences']]")" \
+  "[0, 0, 0, 0, [], []]"
+expect_eq "settled: last-run.json is this report" \
+  "$(python3 -c 'import json; print(json.load(open(".berth/last-run.json"))["settled"])')" True
+
+# The run is stored as a row whose steps are an object: every settled run shares it.
+rows=$(ls .berth/store/rows/v1/runs | sort)
+last=$(printf '%s\n' "$rows" | tail -1)
+obj=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["steps_object"])' \
+  ".berth/store/rows/v1/runs/$last")
+run store get "$obj" --store "file://$T/p/.berth/store"
+expect_eq "runs row: its steps object holds the steps" \
+  "$(json "json.dumps(j, sort_keys=True)")" "$ordinary"
+expect_eq "runs row: small" "$(($(stat -c %s ".berth/store/rows/v1/runs/$last") < 2000))" 1
+run report pipeline.toml
+expect_contains "berth report reads a settled run" "$OUT" "0 executed, 4 cached"
+
+# Text output: the same summary line as an ordinary all-cached run.
+run run pipeline.toml
+expect_contains "settled, text: summary" "$OUT" "4 step(s): 0 executed, 4 cached, 0 failed"
+
+# settle: runs until a run is settled, so that each case starts settled: at most three
+# (one that executes, one that records, one that is settled).
+settle() {
+  local k
+  for k in 1 2 3; do
+    run run pipeline.toml --format json "$@"
+    [[ $(settled) == True ]] && return
+  done
+  fail "could not settle again: $(counts) $(settled)"
+}
+
+# The pipeline's mtime is not its bytes; a comment is.
+touch pipeline.toml
+run run pipeline.toml --format json
+expect_eq "touched pipeline: still settled" "$(settled)" True
+printf '# a comment\n' >>pipeline.toml
+run run pipeline.toml --format json
+expect_eq "edited pipeline: ordinary, all cached" "$(counts) $(settled)" "0 executed 4 cached False"
+run run pipeline.toml --format json
+expect_eq "edited pipeline: settles again" "$(settled)" True
+
+# An input's content.
+printf 'two\n' >data/2.txt
+run run pipeline.toml --format json
+expect_eq "input edited: ordinary" "$(settled)" False
+expect_eq "input edited: w-2 and sum executed" "$(state w-2) $(state sum) $(state w-1)" \
+  "executed executed cached"
+expect_eq "input edited: result" "$(cat results/w-2/o)" two
+settle
+
+# The same size, the mtime put back: only the ctime tells.
+cp -p data/1.txt ref
+printf 'V1\n' >data/1.txt
+touch -r ref data/1.txt
+run run pipeline.toml --format json
+expect_eq "restored mtime: ordinary, w-1 executed" "$(settled) $(state w-1)" "False executed"
+expect_eq "restored mtime: result" "$(cat results/w-1/o)" V1
+settle
+
+# A result removed, and one replaced by another file.
+rm results/w-3/o
+run run pipeline.toml --format json
+expect_eq "result removed: ordinary, cached, put back" \
+  "$(settled) $(state w-3) $(cat results/w-3/o)" "False cached v3"
+settle
+rm -f results/w-3/o && printf 'not mine\n' >results/w-3/o
+run run pipeline.toml --format json
+expect_eq "result replaced: ordinary, cached, put back" \
+  "$(settled) $(state w-3) $(cat results/w-3/o)" "False cached v3"
+settle
+
+# An object gone from the store: the step is recomputed and the object is back.
+o1=$(json "[s['outputs']['o']['object'] for s in j['steps'] if s['name']=='w-1'][0]")
+of=.berth/store/objects/${o1:7:2}/${o1:9}
+[[ -f $of ]] || fail "object file layout: $of not found"
+rm -f "$of" results/w-1/o
+run run pipeline.toml --format json
+expect_eq "object removed: ordinary, w-1 executed" "$(settled) $(state w-1)" "False executed"
+expect_eq "object removed: stored again" "$([[ -f $of ]] && echo yes)" yes
+settle
+
+# The steps object of the settled runs removed: the next settled run stores it again.
+last=$(ls .berth/store/rows/v1/runs | sort | tail -1)
+sobj=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["steps_object"])' \
+  ".berth/store/rows/v1/runs/$last")
+rm -f ".berth/store/objects/${sobj:7:2}/${sobj:9}"
+run run pipeline.toml --format json
+expect_eq "steps object removed: still settled" "$(settled)" True
+run store verify "$sobj" --store "file://$T/p/.berth/store"
+expect_eq "steps object removed: stored again" "$RC" 0
+
+# A tool that answers differently changes every key that names it.
+printf 'tool 2\n' >toolver
+run run pipeline.toml --format json
+expect_eq "tool changed: ordinary, w-* executed" "$(settled) $(counts)" "False 3 executed 1 cached"
+settle
+
+# Another results directory is another run.
+run run pipeline.toml --format json --results "$T/elsewhere"
+expect_eq "other results: ordinary, all cached" "$(settled) $(counts)" "False 0 executed 4 cached"
+expect_eq "other results: materialised there" "$(cat "$T/elsewhere/sum/o")" "$(cat results/sum/o)"
+
+# Neither a dry run nor a worker takes the settled path.
+settle
+run run pipeline.toml --format json --dry-run
+expect_eq "dry run: ordinary" "$(settled) $RC" "False 0"
+run run pipeline.toml --format json --worker w1 --store "file://$T/p/.berth/store"
+expect_eq "worker: ordinary, all cached" "$(settled) $(counts)" "False 0 executed 4 cached"
+
+# A pool that can no longer hold a step: refused, as the ordinary path refuses it.
+if (($(nproc) >= 2)); then
+  printf '\n[[step]]\nname = "wide"\ncmd = ["touch", "{out.o}"]\noutputs = ["o"]\ncores = 2\n' >>pipeline.toml
+  settle
+  run run pipeline.toml --format json --host localhost:1
+  expect_eq "smaller pool: refused before anything runs" "$RC" 2
+  expect_contains "smaller pool: says which step" "$ERR" "step 'wide' can never run here"
+  run run pipeline.toml --format json
+  expect_eq "back on the whole pool: settled" "$(settled)" True
+else
+  echo "skip smaller pool: fewer than 2 cores"
+fi
+
+# The index (and the record in it) removed: an ordinary run, which settles again.
+rm -f .berth/cache/index.sqlite*
+run run pipeline.toml --format json
+expect_eq "index removed: ordinary, all cached" "$(settled) $(json "j['executed']")" "False 0"
+run run pipeline.toml --format json
+expect_eq "index removed: settles again" "$(settled)" True
+
+finish
