@@ -116,13 +116,20 @@ Result<CanonicalHash> hash_output(const std::string& path, const std::string& fo
   return canonical_hash(form, bytes, hook);
 }
 
-// Hard-links `src` to `dst`, or copies it where a link is impossible.
-Result<void> link_or_copy(const std::string& src, const std::string& dst) {
-  if (::link(src.c_str(), dst.c_str()) == 0) return Ok{};
+// Puts the user's file `src` in a staging directory as `dst`: a symlink to its
+// absolute path. Neither a hard link nor a copy: a link changes the file's ctime, which
+// its stamp holds (index.h), so every run would make the next one rehash its inputs,
+// and a copy costs the bytes, across filesystems too. What a symlink gives up — the
+// file replaced while the step runs — execute() catches by stamping it again after.
+// A filesystem without symlinks gets a hard link (true: its ctime changed), else a copy.
+Result<bool> stage_input(const std::string& src, const std::string& dst) {
   std::error_code ec;
+  fs::path target = fs::absolute(src, ec);
+  if (!ec && ::symlink(target.c_str(), dst.c_str()) == 0) return false;
+  if (::link(src.c_str(), dst.c_str()) == 0) return true;
   fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
   if (ec) return fail(Errc::kIo, fmt::format("cannot copy {} to {}: {}", src, dst, ec.message()));
-  return Ok{};
+  return false;
 }
 
 // Who a provenance record says computed the outputs.
@@ -205,9 +212,11 @@ class Executor {
   // read objects, not the row), and what remains can only add problems.
   // `upstream` holds, in input order, the record of each input item that is another
   // step's output: taken by run()'s thread when the step starts, since the upstream
-  // step's own record may still change while this one runs.
+  // step's own record may still change while this one runs. `stamps` holds, in input
+  // order, each file input item's stamp when it was hashed (input_stamps_).
   Done execute(size_t i, const place::Placement& p, const std::string& key,
                const std::vector<StepRecord::Output>& upstream,
+               const std::vector<FileStamp>& stamps,
                const std::function<void()>& exited,
                const std::function<void(const StepRecord&)>& known);
   // Puts each result in place unless it already is. `seen`: each result's stamp once
@@ -281,6 +290,9 @@ class Executor {
   // false at the first fact that was not verified at a stamp.
   Settled settled_;
   bool settleable_ = true;
+  // Per step, the stamp of each file input item at which key_for() knew its hash, in
+  // input order (run() thread; moved into the step's thread when it starts).
+  std::vector<std::vector<FileStamp>> input_stamps_;
 };
 
 Result<void> Executor::read_tool_versions() {
@@ -312,6 +324,7 @@ Result<void> Executor::check_fits() {
 
 Result<std::string> Executor::key_for(size_t i, json* basis) {
   const Step& s = g_.steps[i];
+  std::vector<FileStamp> stamps;
   InputHashes hashes;
   InputHashes shape;  // the same inputs with no hashes: for the recipe
   json jin = json::object();
@@ -325,23 +338,24 @@ Result<std::string> Executor::key_for(size_t i, json* basis) {
         // only when its stamp was the same before and after hashing (index.h).
         std::optional<FileStamp> before;
         std::optional<std::string> known;
-        if (o_.index) {
-          if (auto st = FileStamp::of(item.path); st.ok()) {
-            before = *st;
-            known = o_.index->file_hash(item.path, *st);
-          }
+        if (auto st = FileStamp::of(item.path); st.ok()) {
+          before = *st;
+          if (o_.index) known = o_.index->file_hash(item.path, *st);
         }
         bool stamped = known.has_value();
         if (!known) {
           BERTH_TRY(std::string h, hash_file_bytes(item.path));
-          if (o_.index && before) {
+          if (before) {
             if (auto after = FileStamp::of(item.path); after.ok() && *after == *before) {
-              o_.index->remember_file(item.path, *before, h);
+              if (o_.index) o_.index->remember_file(item.path, *before, h);
               stamped = true;
             }
           }
           known = std::move(h);
         }
+        // The stamp its hash is of: a step that runs checks it again once it has read
+        // the file (execute), and a change since means the key is not of what it read.
+        stamps.push_back(before.value_or(FileStamp{}));
         if (o_.record_settled) {
           if (stamped) {
             settled_.files.push_back({item.path, *before, true});
@@ -381,6 +395,7 @@ Result<std::string> Executor::key_for(size_t i, json* basis) {
     b["tools"] = std::move(jtools);
     *basis = std::move(b);
   }
+  input_stamps_[i] = std::move(stamps);
   return key;
 }
 
@@ -528,6 +543,7 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
 
 Done Executor::execute(size_t i, const place::Placement& p, const std::string& key,
                        const std::vector<StepRecord::Output>& upstream,
+                       const std::vector<FileStamp>& stamps,
                        const std::function<void()>& exited,
                        const std::function<void(const StepRecord&)>& known) {
   const Step& s = g_.steps[i];
@@ -562,14 +578,17 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   StagedPaths paths;
   json prov_inputs = json::object();
   size_t next_upstream = 0;
+  // The file input items, in input order, and whether each was hard-linked in.
+  std::vector<std::pair<const InputItem*, bool>> files_in;
   for (const auto& [name, input] : s.inputs) {
     json items = json::array();
     for (size_t k = 0; k < input.items.size(); ++k) {
       const InputItem& item = input.items[k];
       std::string dest = fmt::format("{}/in/{}.{}", stage, name, k);
       if (item.kind == InputItem::Kind::kFile) {
-        auto linked = link_or_copy(item.path, dest);
+        auto linked = stage_input(item.path, dest);
         if (!linked.ok()) return failed(linked.error().message());
+        files_in.emplace_back(&item, *linked);
         items.push_back({{"file", item.text}});
       } else {
         const auto& rec = upstream.at(next_upstream++);
@@ -652,6 +671,20 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
       return d;
     }
     return failed(why, outcome->exit_code);
+  }
+
+  // Every file input it read still has the stamp its hash is of: otherwise its
+  // outputs may come from bytes the key does not name, and are not stored. (A hard
+  // link made for staging changed the ctime: that one is not compared.)
+  for (size_t k = 0; k < files_in.size() && k < stamps.size(); ++k) {
+    auto now = FileStamp::of(files_in[k].first->path);
+    FileStamp want = stamps[k];
+    if (now.ok() && files_in[k].second) now->ctime_ns = want.ctime_ns;
+    if (!now.ok() || *now != want) {
+      return failed(fmt::format("input {} changed while the step ran; its outputs are not "
+                                "stored, and it runs again next time",
+                                str::printable(files_in[k].first->text, 200)));
+    }
   }
 
   // 3. Publish: every output as an object, then — only then — the row.
@@ -969,7 +1002,8 @@ void Executor::start(size_t i, place::Grant grant) {
     }
   }
   threads_.emplace(i, std::thread([this, i, key = keys_[i], grant = std::move(grant),
-                                   upstream = std::move(upstream)] {
+                                   upstream = std::move(upstream),
+                                   stamps = std::move(input_stamps_[i])] {
     bool released = false;
     auto exited = [&] {
       if (released) return;
@@ -989,7 +1023,7 @@ void Executor::start(size_t i, place::Grant grant) {
       char c = 1;
       [[maybe_unused]] ssize_t w = ::write(wake_[1], &c, 1);
     };
-    Done d = execute(i, grant.placement, key, upstream, exited, known);
+    Done d = execute(i, grant.placement, key, upstream, stamps, exited, known);
     exited();  // a step that failed before it launched
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1057,6 +1091,7 @@ Result<RunReport> Executor::run() {
   claims_.assign(n, std::nullopt);
   running_flag_.assign(n, 0);
   released_early_.assign(n, 0);
+  input_stamps_.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
     report_.steps[i].name = g_.steps[i].name;
     waiting_[i] = static_cast<int>(g_.steps[i].deps.size());

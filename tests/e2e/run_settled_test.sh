@@ -39,8 +39,8 @@ counts() { json "'%d executed %d cached' % (j['executed'], j['cached'])"; }
 run run pipeline.toml --format json
 expect_eq "full run: exit 0" "$RC" 0
 expect_eq "full run: all executed, not settled" "$(counts) $(settled)" "4 executed 0 cached False"
-# Staging linked the inputs in and out again, which changed their ctimes: the first
-# rerun rehashes them on the ordinary path, and is the run that settles.
+# A run that executed steps leaves no record: the first rerun takes the ordinary path,
+# and is the run that settles.
 run run pipeline.toml --format json
 expect_eq "first rerun: ordinary, all cached" "$(counts) $(settled)" "0 executed 4 cached False"
 ordinary=$(json "json.dumps(j['steps'], sort_keys=True)")

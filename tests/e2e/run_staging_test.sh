@@ -4,7 +4,8 @@
 # that is gone is removed, nothing is left behind, an output hard-linked to the user's
 # input is copied into the store rather than adopted, a chain's dependents see their
 # inputs though they start before the row above them is written, and a row that cannot
-# be written costs the cache entry, not the step.
+# be written costs the cache entry, not the step. Inputs are symlinked in, leaving
+# their ctime alone, and an input replaced while its step runs fails the step.
 . "$(dirname "$0")/common.sh"
 mkdir -p "$T/p/data"
 cd "$T/p"
@@ -86,6 +87,42 @@ hex=${chain_obj#sha256:}
 expect_eq "adopted: the result is the stored inode" \
   "$(stat -c %i results/c-2/o)" "$(stat -c %i ".berth/store/objects/${hex:0:2}/${hex:2}")"
 expect_eq "adopted: read-only" "$(stat -c %a results/c-2/o)" 444
+
+# Inputs are symlinked into staging, not linked: a run leaves their ctime alone, so
+# that the next run takes their hash from the index instead of rehashing them.
+mkdir -p "$T/c"
+cd "$T/c"
+printf 'in\n' >in.txt
+ctime() { python3 -c 'import os,sys; print(os.stat(sys.argv[1]).st_ctime_ns)' "$1"; }
+before=$(ctime in.txt)
+cat >pipeline.toml <<'X'
+[[step]]
+name = "r"
+inputs = { src = "in.txt" }
+run = "test -L {in.src} && cat {in.src} > {out.o}"
+outputs = ["o"]
+X
+run run pipeline.toml --format json
+expect_eq "symlinked input: the step read it" "$RC:$(cat results/r/o)" "0:in"
+expect_eq "symlinked input: its ctime is untouched" "$(ctime in.txt)" "$before"
+
+# An input replaced while its step runs: the step's outputs are not stored (its key
+# names bytes it may not have read), the step fails saying so, and it runs again.
+cat >pipeline.toml <<X
+[[step]]
+name = "r"
+inputs = { src = "in.txt" }
+run = "cat {in.src} > {out.o}; [ -e $T/c/once ] || (touch $T/c/once; printf 'other\\n' > $T/c/new; mv $T/c/new $T/c/in.txt)"
+outputs = ["o"]
+X
+run run pipeline.toml --format json
+expect_eq "input replaced mid-step: exit 1" "$RC" 1
+expect_contains "input replaced mid-step: said" \
+  "$(json "[s['reason'] for s in j['steps'] if s['name']=='r'][0]")" \
+  "input in.txt changed while the step ran"
+run run pipeline.toml --format json
+expect_eq "input replaced mid-step: runs again, on the new bytes" \
+  "$RC $(json "j['executed']") $(cat results/r/o)" "0 1 other"
 
 # A row that cannot be written (its directory is a file) after the step's outputs are
 # stored: the step still counts as executed, its dependent (already started from the
