@@ -1,11 +1,13 @@
 #include "cli/local_host.h"
 
-#include <hwloc.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <climits>
+#include <set>
 #include <string>
+
+#include "topo/cpu_reader.h"
 
 namespace berth::cli {
 namespace {
@@ -19,21 +21,16 @@ int64_t affinity_cpu_count() {
 }
 
 int64_t usable_cores() {
-  hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) return affinity_cpu_count();
-  int64_t count = 0;
-  hwloc_bitmap_t bound = hwloc_bitmap_alloc();
-  if (hwloc_topology_load(topo) == 0 && bound &&
-      hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0) {
-    int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-    for (int i = 0; i < n; ++i) {
-      hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, static_cast<unsigned>(i));
-      if (core && hwloc_bitmap_intersects(core->cpuset, bound)) ++count;
-    }
+  // The same reading the node's description uses (topo/cpu_reader.h), so the topology
+  // is loaded once: a core counts when any of its allowed threads does.
+  auto r = topo::HwlocCpuReader().read();
+  if (!r.ok()) return affinity_cpu_count();
+  std::set<int> cores;
+  for (int id : r->allowed) {
+    auto it = r->siblings.find(id);
+    cores.insert(it != r->siblings.end() && !it->second.empty() ? it->second.front() : id);
   }
-  if (bound) hwloc_bitmap_free(bound);
-  hwloc_topology_destroy(topo);
-  return count > 0 ? count : affinity_cpu_count();
+  return cores.empty() ? affinity_cpu_count() : static_cast<int64_t>(cores.size());
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ class SysfsCpuReader : public CpuReader {
 
 // Reads this process's binding (hwloc_get_cpubind) and the node's cores (hwloc core
 // objects, with disallowed PUs included so that siblings outside the binding are
-// still seen as siblings).
+// still seen as siblings). Read once per process: every later read() returns the first.
 class HwlocCpuReader : public CpuReader {
  public:
   Result<CpuReading> read() const override;

@@ -33,9 +33,8 @@ Failure hwloc_failed(const char* what) {
   return fail(Errc::kIo, fmt::format("hwloc: {} failed", what));
 }
 
-}  // namespace
-
-Result<CpuReading> HwlocCpuReader::read() const {
+// The reading itself; read() keeps the first.
+Result<CpuReading> read_now() {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) return hwloc_failed("hwloc_topology_init");
   Topology topo(raw);
@@ -45,6 +44,10 @@ Result<CpuReading> HwlocCpuReader::read() const {
   if (hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) {
     return hwloc_failed("hwloc_topology_set_flags");
   }
+  // Cores and threads are all this reads: caches, I/O and the rest are not discovered.
+  hwloc_topology_set_cache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_type_filter(raw, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
   if (hwloc_topology_load(raw) != 0) return hwloc_failed("hwloc_topology_load");
 
   Bitmap bound(hwloc_bitmap_alloc());
@@ -74,6 +77,15 @@ Result<CpuReading> HwlocCpuReader::read() const {
     for (int id : members) r.siblings[id] = members;
   }
   return r;
+}
+
+}  // namespace
+
+Result<CpuReading> HwlocCpuReader::read() const {
+  // Once per process: loading the topology is most of a run's start-up, and berth
+  // never rebinds itself (it binds the processes it launches).
+  static const Result<CpuReading> once = read_now();
+  return once;
 }
 
 }  // namespace berth::topo
