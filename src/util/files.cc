@@ -51,7 +51,7 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   return out;
 }
 
-Result<void> write_file_atomic(const std::string& path, std::string_view data) {
+Result<void> write_file_atomic(const std::string& path, std::string_view data, bool sync) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   {
     Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
@@ -67,7 +67,7 @@ Result<void> write_file_atomic(const std::string& path, std::string_view data) {
       }
       off += static_cast<size_t>(n);
     }
-    if (::fsync(f.fd) != 0) {
+    if (sync && ::fsync(f.fd) != 0) {
       int err = errno;
       ::unlink(tmp.c_str());
       return os_error(tmp, "fsync", err);

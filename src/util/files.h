@@ -18,7 +18,9 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes = kMaxPa
 
 // Writes `data` to `path` so that a reader sees either the old file or the whole new
 // one: write to a temporary file in the same directory, fsync, rename over `path`.
-Result<void> write_file_atomic(const std::string& path, std::string_view data);
+// Without `sync` there is no fsync: a crash soon after may leave the old file, or an
+// empty one, never part of the new one's bytes under the name.
+Result<void> write_file_atomic(const std::string& path, std::string_view data, bool sync = true);
 
 bool exists(const std::string& path);
 
