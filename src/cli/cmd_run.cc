@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/sendfile.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@
 #include "pipeline/settled.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
+#include "store/posix_io.h"
 #include "store/tiered_store.h"
 #include "store/url.h"
 #include "util/clock.h"
@@ -177,39 +180,161 @@ std::map<std::string, std::string> previous_bases(const std::string& report_path
   return out;
 }
 
-// Writes the report of a run beside the pipeline, and stores it with the run: a row
-// whose steps are an object, so that runs reporting the same steps (every no-op rerun)
-// store them once, and a report of any size fits a row. `steps_object`: their object's
-// name when it may already be stored (a settled run's), else "". Returns that name, or
-// "" when the report could not be stored (said on stderr).
+// Stores a run's report with the run: a row whose steps are an object, so that runs
+// reporting the same steps (every settled run) store them once, and a report of any
+// size fits a row. The steps are `steps_object` when it is already stored, else
+// `steps()` is stored. Returns the steps' object name.
+Result<std::string> store_report(const pipeline::RunReport& r, std::string steps_object,
+                                 const std::function<Result<std::string>()>& steps,
+                                 std::optional<size_t> settled_steps,
+                                 store::ObjectStore& shared) {
+  bool present = false;
+  if (!steps_object.empty()) {
+    auto has = shared.has_object(steps_object);
+    present = has.ok() && *has;
+  }
+  if (!present) {
+    BERTH_TRY(std::string bytes, steps());
+    BERTH_TRY(steps_object, shared.put_object(bytes));
+  }
+  auto addr = store::row_address(
+      "runs", fmt::format("{}-{}{}", r.started, r.worker.empty() ? "" : r.worker + "-", getpid()));
+  BERTH_CHECK(shared.put_row(addr, pipeline::report_json(r, steps_object, true, settled_steps)));
+  return steps_object;
+}
+
+// An ordinary run's report: written beside the pipeline, then stored with the run. What
+// cannot be written is said on stderr. Returns the steps' object name, "" when the
+// report could not be stored.
+//
+// The report beside the pipeline is replaced atomically but not fsynced: the runs row
+// is the durable record, and in a file:// store on the same filesystem the row's own
+// barrier (one syncfs, spec 05 §4) makes the file durable with it.
 std::string publish_report(const pipeline::RunReport& r, const std::string& steps,
-                           std::string steps_object, std::optional<size_t> settled_steps,
                            const std::string& full, store::ObjectStore& shared,
                            const std::string& report_path) {
-  auto stored = [&]() -> Result<void> {
-    bool present = false;
-    if (!steps_object.empty()) {
-      auto has = shared.has_object(steps_object);
-      present = has.ok() && *has;
-    }
-    if (!present) {
-      BERTH_TRY(steps_object, shared.put_object(steps));
-    }
-    auto addr = store::row_address("runs", fmt::format("{}-{}{}", r.started,
-                                                       r.worker.empty() ? "" : r.worker + "-",
-                                                       getpid()));
-    BERTH_CHECK(shared.put_row(addr, pipeline::report_json(r, steps_object, true, settled_steps)));
-    return Ok{};
-  }();
+  if (auto w = files::write_file_atomic(report_path, full, false); !w.ok()) {
+    std::fprintf(stderr, "berth: %s\n", w.error().message().c_str());
+  }
+  auto stored = store_report(
+      r, "", [&]() -> Result<std::string> { return steps; }, std::nullopt, shared);
   if (!stored.ok()) {
     std::fprintf(stderr, "berth: the run's report was not stored: %s\n",
                  stored.error().message().c_str());
-    steps_object.clear();
   }
-  if (auto w = files::write_file_atomic(report_path, full); !w.ok()) {
+  return stored.ok() ? *stored : "";
+}
+
+// Writes `n` bytes of the file `in` (from its start) to `out` where it stands, by the
+// kernel (sendfile), falling back to read and write where sendfile cannot.
+Result<void> send_file(int in, int out, size_t n, const std::string& what) {
+  off_t off = 0;
+  while (static_cast<size_t>(off) < n) {
+    ssize_t k = ::sendfile(out, in, &off, n - static_cast<size_t>(off));
+    if (k > 0) continue;
+    if (k < 0 && errno == EINTR) continue;
+    if (k == 0) return fail(Errc::kIo, what + ": ended early");
+    if (errno != EINVAL && errno != ENOSYS) return store::posix::os_error(what, "sendfile", errno);
+    char buf[1 << 16];
+    while (static_cast<size_t>(off) < n) {
+      ssize_t got = ::pread(in, buf, std::min(sizeof buf, n - static_cast<size_t>(off)), off);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return fail(Errc::kIo, what + ": ended early");
+      BERTH_CHECK(store::posix::write_all(out, buf, static_cast<size_t>(got), what));
+      off += got;
+    }
+  }
+  return Ok{};
+}
+
+// head, then the steps file, then the report's tail, to `out`.
+Result<void> write_report_to(int out, std::string_view head, int steps_fd, size_t steps_bytes,
+                             const std::string& what) {
+  BERTH_CHECK(store::posix::write_all(out, head.data(), head.size(), what));
+  BERTH_CHECK(send_file(steps_fd, out, steps_bytes, what));
+  return store::posix::write_all(out, pipeline::kReportTail.data(), pipeline::kReportTail.size(),
+                                 what);
+}
+
+// The same, to `path`, atomically (a temporary file renamed over it), not fsynced, as
+// publish_report() writes it.
+Result<void> write_report_file(const std::string& path, std::string_view head, int steps_fd,
+                               size_t steps_bytes) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return store::posix::os_error(tmp, "create", errno);
+  auto w = write_report_to(fd, head, steps_fd, steps_bytes, tmp);
+  ::close(fd);
+  if (w.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    w = store::posix::os_error(path, "rename onto", errno);
+  }
+  if (!w.ok()) ::unlink(tmp.c_str());
+  return w;
+}
+
+// A run answered from its settled record (settled.h), when the record still holds and
+// its steps file is whole: the report written, stored and printed, and the exit code.
+// nullopt when the record does not hold: the caller runs the ordinary way.
+std::optional<int> run_settled(const RunFlags& f, const pipeline::Settled& settled,
+                               const std::string& steps_path, const std::string& started,
+                               std::chrono::steady_clock::time_point t0, place::Pool& pool,
+                               store::ObjectStore& store, store::ObjectStore& shared,
+                               const std::string& report_path) {
+  if (steps_path.empty()) return std::nullopt;
+  int steps_fd = ::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (steps_fd < 0) return std::nullopt;
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{steps_fd};
+  struct stat st {};
+  if (::fstat(steps_fd, &st) != 0 || static_cast<size_t>(st.st_size) != settled.steps_bytes) {
+    return std::nullopt;
+  }
+  if (pipeline::settled_difference(settled, pool.nodes(), store, place::VersionProbe::real())) {
+    return std::nullopt;
+  }
+  pipeline::RunReport header;
+  header.pipeline = settled.pipeline;
+  header.store = store.describe();
+  header.started = started;
+  header.notices = store.notices();
+  // A steps file whose bytes are not the object's is not used: checked when the object
+  // must be stored again, before anything is written.
+  std::string steps_object = settled.steps_object;
+  if (auto has = shared.has_object(steps_object); !has.ok() || !*has) {
+    auto bytes = files::read_file(steps_path, settled.steps_bytes + 1);
+    auto name = bytes.ok() ? shared.put_object(*bytes) : Result<std::string>(bytes.error());
+    if (name.ok() && *name != steps_object) return std::nullopt;
+    if (!name.ok()) steps_object.clear();
+  }
+  header.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string head = pipeline::report_json_head(header, settled.steps);
+  if (auto w = write_report_file(report_path, head, steps_fd, settled.steps_bytes); !w.ok()) {
     std::fprintf(stderr, "berth: %s\n", w.error().message().c_str());
   }
-  return steps_object;
+  auto stored = store_report(
+      header, steps_object,
+      [&]() -> Result<std::string> { return fail(Errc::kIo, "the steps' object is missing"); },
+      settled.steps, shared);
+  if (!stored.ok()) {
+    std::fprintf(stderr, "berth: the run's report was not stored: %s\n",
+                 stored.error().message().c_str());
+  }
+  if (f.format == "json") {
+    std::fflush(stdout);
+    if (auto w = write_report_to(STDOUT_FILENO, head, steps_fd, settled.steps_bytes, "stdout");
+        !w.ok()) {
+      std::fprintf(stderr, "berth: %s\n", w.error().message().c_str());
+      return kExitFailure;
+    }
+  } else {
+    std::printf("%zu step(s): 0 executed, %zu cached, 0 failed, 0 skipped, 0 refused in "
+                "%.2f s\n",
+                settled.steps, settled.steps, header.elapsed_s);
+    std::fflush(stdout);
+  }
+  return kExitOk;
 }
 
 int run_pipeline(const RunFlags& f) {
@@ -229,21 +354,23 @@ int run_pipeline(const RunFlags& f) {
   std::string abs_results = fs::absolute(results_dir).lexically_normal().string();
   std::unique_ptr<pipeline::Index> index;
   std::optional<pipeline::Settled> settled;
-  std::string settled_steps;  // its report's steps
+  std::string previous_steps;  // the steps file of the record found, to replace
   bool may_settle = !f.dry_run && !f.worker;
   if (may_settle) {
-    std::string ix = (f.cache.empty() ? bdir + "/cache" : fs::absolute(f.cache).string()) +
-                     "/index.sqlite";
+    std::string cache_dir = f.cache.empty() ? bdir + "/cache" : fs::absolute(f.cache).string();
+    std::string ix = cache_dir + "/index.sqlite";
     if (files::exists(ix)) {
       if (auto opened = pipeline::Index::open(ix); opened.ok()) index = std::move(*opened);
     }
     if (index && index->rebuilt_reason().empty()) {
       if (auto blob = index->settled(settled_name)) {
-        auto s = pipeline::decode_settled(blob->first);
-        settled_steps = std::move(blob->second);
-        std::string context =
-            pipeline::settled_context(engine, cwd, settled_name, *text, url, abs_results);
-        if (s.ok() && s->context == context) settled = std::move(*s);
+        auto s = pipeline::decode_settled(*blob);
+        if (s.ok()) {
+          previous_steps = pipeline::settled_steps_path(cache_dir, s->steps_object);
+          std::string context =
+              pipeline::settled_context(engine, cwd, settled_name, *text, url, abs_results);
+          if (s->context == context) settled = std::move(*s);
+        }
       }
     }
   }
@@ -380,28 +507,9 @@ int run_pipeline(const RunFlags& f) {
   if (settled) {
     auto t0 = std::chrono::steady_clock::now();
     std::string started = pipeline::iso_now();
-    auto differs = pipeline::settled_difference(*settled, pool.nodes(), *store,
-                                                place::VersionProbe::real());
-    if (!differs) {
-      pipeline::RunReport header;
-      header.pipeline = settled->pipeline;
-      header.store = store->describe();
-      header.started = started;
-      header.notices = store->notices();
-      header.elapsed_s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::string j = pipeline::report_json(header, settled_steps, false, settled->steps);
-      publish_report(header, settled_steps, settled->steps_object, settled->steps, j, *shared,
-                     report_path);
-      if (f.format == "json") {
-        std::fwrite(j.data(), 1, j.size(), stdout);
-      } else {
-        std::printf("%zu step(s): 0 executed, %zu cached, 0 failed, 0 skipped, 0 refused in "
-                    "%.2f s\n",
-                    settled->steps, settled->steps, header.elapsed_s);
-      }
-      std::fflush(stdout);
-      return kExitOk;
+    if (auto rc = run_settled(f, *settled, previous_steps, started, t0, pool, *store, *shared,
+                              report_path)) {
+      return *rc;
     }
     settled.reset();
     if (auto rc = load_graph()) return *rc;
@@ -420,17 +528,26 @@ int run_pipeline(const RunFlags& f) {
   std::string steps_json = pipeline::report_steps_json(*rep);
   std::string j = pipeline::report_json(*rep, steps_json);
   std::string steps_object;
-  if (!f.dry_run) {
-    steps_object = publish_report(*rep, steps_json, "", std::nullopt, j, *shared, report_path);
-  }
+  if (!f.dry_run) steps_object = publish_report(*rep, steps_json, j, *shared, report_path);
   if (o.record_settled) {
-    if (rep->settled) {
-      rep->settled->steps_object = steps_object;
-      rep->settled->context =
-          pipeline::settled_context(engine, cwd, settled_name, *text, url, abs_results);
-      index->remember_settled(settled_name, pipeline::encode_settled(*rep->settled), steps_json);
-    } else {
-      index->forget_settled(settled_name);
+    // The record, and beside it the steps it reports; or no record.
+    std::string steps_path = pipeline::settled_steps_path(cache, steps_object);
+    bool kept = false;
+    if (rep->settled && !steps_path.empty()) {
+      std::error_code mk;
+      fs::create_directories(fs::path(steps_path).parent_path(), mk);
+      if (!mk && files::write_file_atomic(steps_path, steps_json).ok()) {
+        rep->settled->steps_object = steps_object;
+        rep->settled->steps_bytes = steps_json.size();
+        rep->settled->context =
+            pipeline::settled_context(engine, cwd, settled_name, *text, url, abs_results);
+        index->remember_settled(settled_name, pipeline::encode_settled(*rep->settled));
+        kept = true;
+      }
+    }
+    if (!kept) index->forget_settled(settled_name);
+    if (!previous_steps.empty() && (!kept || previous_steps != steps_path)) {
+      ::unlink(previous_steps.c_str());
     }
   }
   if (f.format == "json") {

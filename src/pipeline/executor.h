@@ -173,6 +173,11 @@ std::string report_json(const RunReport& r);
 std::string report_steps_json(const RunReport& r);
 std::string report_json(const RunReport& r, std::string_view steps, bool as_object = false,
                         std::optional<size_t> settled_steps = std::nullopt);
+// The report up to its steps: report_json(r, steps, false, s) is report_json_head(r, s),
+// then the steps, then kReportTail.
+std::string report_json_head(const RunReport& r,
+                             std::optional<size_t> settled_steps = std::nullopt);
+inline constexpr std::string_view kReportTail = "}\n";
 std::string report_html(const RunReport& r);
 
 }  // namespace berth::pipeline

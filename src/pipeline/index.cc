@@ -17,7 +17,7 @@ CREATE TABLE files(path TEXT PRIMARY KEY, dev INTEGER NOT NULL, ino INTEGER NOT 
                    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
                    ctime_ns INTEGER NOT NULL, hash TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE steps(key TEXT PRIMARY KEY, row BLOB NOT NULL) WITHOUT ROWID;
-CREATE TABLE settled(pipeline TEXT PRIMARY KEY, record BLOB NOT NULL, steps BLOB NOT NULL);
+CREATE TABLE settled(pipeline TEXT PRIMARY KEY, record BLOB NOT NULL);
 )";
 
 // Indexed by Index::Stmt.
@@ -26,8 +26,8 @@ constexpr const char* kStatements[] = {
     "INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     "SELECT row FROM steps WHERE key = ?1",
     "INSERT OR REPLACE INTO steps VALUES (?1, ?2)",
-    "SELECT record, steps FROM settled WHERE pipeline = ?1",
-    "INSERT OR REPLACE INTO settled VALUES (?1, ?2, ?3)",
+    "SELECT record FROM settled WHERE pipeline = ?1",
+    "INSERT OR REPLACE INTO settled VALUES (?1, ?2)",
     "DELETE FROM settled WHERE pipeline = ?1",
     // IMMEDIATE: take the write lock now, while the busy handler can still wait for it.
     // A deferred transaction that reads first and upgrades later can get SQLITE_BUSY
@@ -140,8 +140,9 @@ Result<Attempt> attempt(const std::string& path, const IndexOptions& options) {
   if (rc != SQLITE_OK) return give_up(sqlite_error(path, db, "setting WAL mode"));
   rc = exec(db, "PRAGMA synchronous=NORMAL");
   if (rc != SQLITE_OK) return give_up(sqlite_error(path, db, "setting synchronous"));
-  // Reads through a mapping rather than a pread per page: a settled record's steps are
-  // megabytes, hundreds of overflow pages. Best effort: without it reads still work.
+  // Reads through a mapping rather than a pread per page: a settled record of 10,000
+  // steps is megabytes, hundreds of overflow pages. Best effort: without it reads
+  // still work.
   exec(db, "PRAGMA mmap_size=268435456");
 
   // The check runs in a write transaction so that two processes creating one new file
@@ -354,26 +355,24 @@ void Index::remember_step(const std::string& key, std::string_view row) {
   run_write(st);
 }
 
-std::optional<std::pair<std::string, std::string>> Index::settled(const std::string& pipeline) {
+std::optional<std::string> Index::settled(const std::string& pipeline) {
   std::lock_guard lock(mu_);
   sqlite3_stmt* st = stmts_[kSettledGet];
-  std::optional<std::pair<std::string, std::string>> hit;
+  std::optional<std::string> hit;
   if (bind_bytes(st, 1, pipeline, false)) {
     int rc = sqlite3_step(st);
     note_result(rc);
-    if (rc == SQLITE_ROW) hit.emplace(column_bytes(st, 0), column_bytes(st, 1));
+    if (rc == SQLITE_ROW) hit = column_bytes(st, 0);
   }
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
   return hit;
 }
 
-void Index::remember_settled(const std::string& pipeline, std::string_view record,
-                             std::string_view steps) {
+void Index::remember_settled(const std::string& pipeline, std::string_view record) {
   std::lock_guard lock(mu_);
   sqlite3_stmt* st = stmts_[kSettledPut];
-  if (!bind_bytes(st, 1, pipeline, false) || !bind_bytes(st, 2, record, true) ||
-      !bind_bytes(st, 3, steps, true)) {
+  if (!bind_bytes(st, 1, pipeline, false) || !bind_bytes(st, 2, record, true)) {
     ++write_errors_;
     sqlite3_clear_bindings(st);
     return;

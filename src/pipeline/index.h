@@ -27,7 +27,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "util/result.h"
 
@@ -100,14 +99,12 @@ class Index {
   // counted in write_errors().
   void remember_step(const std::string& key, std::string_view row);
 
-  // The settled record (settled.h) remembered for `pipeline` (its absolute path) and
-  // the steps of its report, or nullopt (also on any read error). Two blobs: the
-  // record is decoded, the steps (megabytes) only copied out.
-  std::optional<std::pair<std::string, std::string>> settled(const std::string& pipeline);
-  // Remembers `record` and `steps` for `pipeline`, replacing any earlier pair;
-  // forget_settled() removes it. Never fail: an error is counted in write_errors().
-  void remember_settled(const std::string& pipeline, std::string_view record,
-                        std::string_view steps);
+  // The settled record (settled.h) remembered for `pipeline` (its absolute path), or
+  // nullopt (also on any read error).
+  std::optional<std::string> settled(const std::string& pipeline);
+  // Remembers `record` for `pipeline`, replacing any earlier one; forget_settled()
+  // removes it. Never fail: an error is counted in write_errors().
+  void remember_settled(const std::string& pipeline, std::string_view record);
   void forget_settled(const std::string& pipeline);
 
   // Batch the writes up to the matching commit() into one transaction, so that many

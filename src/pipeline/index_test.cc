@@ -108,22 +108,21 @@ TEST_F(IndexTest, StepRowRoundTripsBinaryBytes) {
 }
 
 TEST_F(IndexTest, SettledRecordRoundTripsIsReplacedAndForgotten) {
-  std::string big(3 << 20, 'x');  // megabytes: a 10,000-step report's steps are several
+  std::string big(3 << 20, 'x');  // megabytes: a 10,000-step record is several
   big[17] = '\0';
-  using Pair = std::pair<std::string, std::string>;
   {
     auto index = open_ok();
     EXPECT_EQ(index->settled("/p/pipeline.toml"), std::nullopt);
-    index->remember_settled("/p/pipeline.toml", "first", "[]");
-    index->remember_settled("/p/pipeline.toml", "second", big);  // replaces
-    index->remember_settled("/q/pipeline.toml", "other", "");
+    index->remember_settled("/p/pipeline.toml", "first");
+    index->remember_settled("/p/pipeline.toml", big);  // replaces
+    index->remember_settled("/q/pipeline.toml", "");
   }
   auto index = open_ok();
-  EXPECT_EQ(index->settled("/p/pipeline.toml"), (Pair{"second", big}));
+  EXPECT_EQ(index->settled("/p/pipeline.toml"), big);
   index->forget_settled("/p/pipeline.toml");
   index->forget_settled("/never/remembered.toml");  // nothing to forget: not an error
   EXPECT_EQ(index->settled("/p/pipeline.toml"), std::nullopt);
-  EXPECT_EQ(index->settled("/q/pipeline.toml"), (Pair{"other", ""}));
+  EXPECT_EQ(index->settled("/q/pipeline.toml"), "");
   EXPECT_EQ(index->write_errors(), 0u);
 }
 
@@ -249,13 +248,13 @@ TEST_F(IndexTest, RightVersionWithWrongTablesIsRebuilt) {
   // The schema version matches, but a table lacks a column a statement needs: the
   // file is rebuilt, not run without for ever.
   { auto index = open_ok(); }
-  raw_sql("DROP TABLE settled; CREATE TABLE settled(pipeline TEXT PRIMARY KEY, record BLOB)");
+  raw_sql("DROP TABLE settled; CREATE TABLE settled(pipeline TEXT PRIMARY KEY, other BLOB)");
   auto index = open_ok();
   ASSERT_NE(index, nullptr);
   EXPECT_NE(index->rebuilt_reason().find("its tables do not match schema version"),
             std::string::npos)
       << index->rebuilt_reason();
-  index->remember_settled("/p.toml", "r", "s");
+  index->remember_settled("/p.toml", "r");
   EXPECT_NE(index->settled("/p.toml"), std::nullopt);
 }
 

@@ -22,10 +22,8 @@ namespace {
 constexpr StepState kCounted[] = {StepState::kExecuted, StepState::kCached, StepState::kFailed,
                                   StepState::kSkipped,  StepState::kRefused, StepState::kCancelled};
 
-}  // namespace
-
-std::string report_json(const RunReport& r, std::string_view steps, bool as_object,
-                        std::optional<size_t> settled_steps) {
+// Every field but the steps.
+json head_of(const RunReport& r, std::optional<size_t> settled_steps) {
   json j;
   j["version"] = 1;
   j["pipeline"] = r.pipeline;
@@ -34,9 +32,9 @@ std::string report_json(const RunReport& r, std::string_view steps, bool as_obje
   if (!r.worker.empty()) j["worker"] = r.worker;
   j["elapsed_s"] = r.elapsed_s;
   for (StepState s : kCounted) {
-    j[step_state_name(s)] = !settled_steps                ? r.count(s)
-                            : s == StepState::kCached     ? static_cast<int>(*settled_steps)
-                                                          : 0;
+    j[step_state_name(s)] = !settled_steps            ? r.count(s)
+                            : s == StepState::kCached ? static_cast<int>(*settled_steps)
+                                                      : 0;
   }
   j["divergences"] = json::array();
   for (const auto& d : r.divergences) {
@@ -49,19 +47,32 @@ std::string report_json(const RunReport& r, std::string_view steps, bool as_obje
                  {"lock_free", r.leases.lock_free}, {"released", r.leases.released},
                  {"rearms", r.leases.rearms}};
   if (settled_steps) j["settled"] = true;
+  return j;
+}
+
+}  // namespace
+
+std::string report_json_head(const RunReport& r, std::optional<size_t> settled_steps) {
+  // Compact: a 10,000-step report is megabytes, written beside the pipeline and
+  // (--format json) to stdout; `jq .` indents it for a reader. The steps, already
+  // JSON, follow rather than being parsed back in.
+  std::string out = head_of(r, settled_steps).dump(-1, ' ', false, json::error_handler_t::replace);
+  out.pop_back();  // the closing brace
+  out += ",\"steps\":";
+  return out;
+}
+
+std::string report_json(const RunReport& r, std::string_view steps, bool as_object,
+                        std::optional<size_t> settled_steps) {
   if (as_object) {
+    json j = head_of(r, settled_steps);
     j["steps_object"] = std::string(steps);
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   }
-  // Compact: a 10,000-step report is megabytes, written beside the pipeline and
-  // (--format json) to stdout; `jq .` indents it for a reader. The steps, already
-  // JSON, are appended rather than parsed back in.
-  std::string out = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  out.pop_back();  // the closing brace
-  out.reserve(out.size() + steps.size() + 16);
-  out += ",\"steps\":";
+  std::string out = report_json_head(r, settled_steps);
+  out.reserve(out.size() + steps.size() + kReportTail.size());
   out.append(steps);
-  out += "}\n";
+  out.append(kReportTail);
   return out;
 }
 

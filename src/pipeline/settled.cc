@@ -12,7 +12,7 @@
 //   input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<path>   (any number)
 //   result <dev> <ino> <size> <mtime ns> <len>:<path>             (any number)
 //   object <len>:<name>                                           (any number)
-//   steps <count>
+//   steps <count> <bytes>
 //   end
 #include "pipeline/settled.h"
 
@@ -132,6 +132,11 @@ std::string settled_context(std::string_view engine_version, std::string_view cw
   return pre;
 }
 
+std::string settled_steps_path(std::string_view cache_dir, std::string_view steps_object) {
+  if (!store::check_object_name(steps_object).ok()) return "";
+  return fmt::format("{}/settled/{}.json", cache_dir, steps_object.substr(7));
+}
+
 std::string encode_settled(const Settled& s) {
   std::string out;
   out.reserve(s.context.size() + s.files.size() * 96 + s.objects.size() * 80 + 256);
@@ -171,7 +176,7 @@ std::string encode_settled(const Settled& s) {
     put_str(out, o);
     out += '\n';
   }
-  out += fmt::format("steps {}\nend\n", s.steps);
+  out += fmt::format("steps {} {}\nend\n", s.steps, s.steps_bytes);
   return out;
 }
 
@@ -239,6 +244,8 @@ Result<Settled> decode_settled(std::string_view bytes) {
   }
   BERTH_CHECK(r.literal("steps "));
   BERTH_TRY(s.steps, r.number<size_t>("a step count"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(s.steps_bytes, r.number<size_t>("the steps' length"));
   BERTH_CHECK(r.newline());
   BERTH_CHECK(r.literal("end\n"));
   if (!r.at_end()) return r.error("the end of the record");

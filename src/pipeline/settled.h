@@ -7,7 +7,7 @@
 // results directory), each distinct placement request its steps make, each tool's
 // version command and answer, the stamp of every file input (as the index knew its
 // hash) and of every result (as it was verified against its object), every object it
-// found in the store; and beside the record, the steps of its report. The next run that finds the
+// found in the store; and, in a file beside the index, the steps of its report. The next run that finds the
 // same digest, every request still fitting the pool, every tool answering the same, every stamp
 // unchanged and every object still present is that run again: it reports the same steps, all
 // cached, without parsing the pipeline, keying a step or reading a row. Anything else (one stamp
@@ -59,14 +59,23 @@ struct SettledRequest {
 struct Settled {
   std::string context;       // settled_context() of the run that left it
   std::string pipeline;      // the pipeline's name, for the report
-  std::string steps_object;  // the object holding the report's steps, when stored
+  // The object holding the report's steps (stored with the run), which is also the
+  // name of the file in the cache directory that holds them (settled_steps_path()).
+  std::string steps_object;
   std::vector<SettledRequest> requests;
   std::vector<SettledTool> tools;
   std::vector<SettledFile> files;
   std::vector<std::string> objects;
-  size_t steps = 0;  // how many steps the report's "steps" array holds
+  size_t steps = 0;        // how many steps the report's "steps" array holds
+  size_t steps_bytes = 0;  // how long that array is
   bool operator==(const Settled&) const = default;
 };
+
+// Where the steps of a settled record's report are kept, beside the index, whole: a
+// settled run copies them into its report with the kernel (copy_file_range, sendfile)
+// rather than reading megabytes through SQLite and building the report in memory.
+// "<cache>/settled/<hex of steps_object>.json"; "" for a name that is not an object's.
+std::string settled_steps_path(std::string_view cache_dir, std::string_view steps_object);
 
 // What a run was given, as one string to compare: every field length-prefixed, so no
 // two different tuples share one. The pipeline's bytes are in it whole, not hashed: a

@@ -29,6 +29,7 @@ Settled sample() {
              {"results/s/o", {1, 3, 8, 1700000000123456789, 0}, false}};
   s.objects = {"sha256:" + std::string(64, 'b')};
   s.steps = 2;
+  s.steps_bytes = 1234;
   return s;
 }
 
@@ -44,6 +45,13 @@ TEST(Settled, EncodeDecodeRoundTripsAnyBytes) {
   auto e = decode_settled(encode_settled(empty));
   ASSERT_TRUE(e.ok()) << e.error().message();
   EXPECT_EQ(*e, empty);
+}
+
+TEST(Settled, StepsPathIsNamedByTheObject) {
+  std::string hex(64, 'c');
+  EXPECT_EQ(settled_steps_path("/c", "sha256:" + hex), "/c/settled/" + hex + ".json");
+  EXPECT_EQ(settled_steps_path("/c", ""), "");
+  EXPECT_EQ(settled_steps_path("/c", "sha256:../../etc/passwd"), "");
 }
 
 TEST(Settled, ContextChangesWithEveryField) {
