@@ -142,6 +142,19 @@ expect_eq "steps object removed: still settled" "$(settled)" True
 run store verify "$sobj" --store "file://$T/p/.berth/store"
 expect_eq "steps object removed: stored again" "$RC" 0
 
+# The steps file beside the index: missing, or of another length, it is not used.
+sfile=.berth/cache/settled/${sobj:7}.json
+expect_eq "steps file: named by the steps object" "$([[ -f $sfile ]] && echo yes)" yes
+mv "$sfile" "$T/steps.keep"
+run run pipeline.toml --format json
+expect_eq "steps file missing: ordinary, all cached" "$(settled) $(counts)" "False 0 executed 4 cached"
+expect_eq "steps file missing: written again" "$(cmp -s "$sfile" "$T/steps.keep" && echo same)" same
+printf ' ' >>"$sfile"
+run run pipeline.toml --format json
+expect_eq "steps file longer: ordinary" "$(settled)" False
+settle
+expect_eq "settled again: one steps file" "$(ls .berth/cache/settled | wc -l)" 1
+
 # A tool that answers differently changes every key that names it.
 printf 'tool 2\n' >toolver
 run run pipeline.toml --format json
