@@ -530,15 +530,24 @@ int run_pipeline(const RunFlags& f) {
   std::string steps_object;
   if (!f.dry_run) steps_object = publish_report(*rep, steps_json, j, *shared, report_path);
   if (o.record_settled) {
-    // The record, and beside it the steps it reports; or no record.
-    std::string steps_path = pipeline::settled_steps_path(cache, steps_object);
+    // The record, and beside it the steps a rerun reports (an object of their own when
+    // steps executed: this run reports them executed); or no record.
     bool kept = false;
-    if (rep->settled && !steps_path.empty()) {
+    std::string steps_path;
+    if (rep->settled && !steps_object.empty()) {
+      std::string rerun_steps;
+      if (rep->count(pipeline::StepState::kExecuted) > 0) {
+        rerun_steps = pipeline::settled_steps_json(*rep);
+        auto name = shared->put_object(rerun_steps);
+        steps_object = name.ok() ? *name : "";
+      }
+      const std::string& steps = rerun_steps.empty() ? steps_json : rerun_steps;
+      steps_path = pipeline::settled_steps_path(cache, steps_object);
       std::error_code mk;
-      fs::create_directories(fs::path(steps_path).parent_path(), mk);
-      if (!mk && files::write_file_atomic(steps_path, steps_json).ok()) {
+      if (!steps_path.empty()) fs::create_directories(fs::path(steps_path).parent_path(), mk);
+      if (!steps_path.empty() && !mk && files::write_file_atomic(steps_path, steps).ok()) {
         rep->settled->steps_object = steps_object;
-        rep->settled->steps_bytes = steps_json.size();
+        rep->settled->steps_bytes = steps.size();
         rep->settled->context =
             pipeline::settled_context(engine, cwd, settled_name, *text, url, abs_results);
         index->remember_settled(settled_name, pipeline::encode_settled(*rep->settled));

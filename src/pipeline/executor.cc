@@ -153,9 +153,20 @@ Result<FileStamp> result_stamp(const std::string& path) {
   return st;
 }
 
+// What a settled record needs of a step's results (settled.h): their stamps once in
+// place, and whether every one could be stamped.
+struct ResultStamps {
+  std::vector<SettledFile> files;
+  bool whole = true;
+};
+
 struct Done {
   size_t step = 0;
   StepRecord record;
+  // record_settled: the results' stamps, and whether the row in force is the one this
+  // step wrote (a rerun reports that row's record).
+  ResultStamps results;
+  bool row_ours = false;
   std::vector<Divergence> divergences;
   std::vector<std::string> problems;
 };
@@ -222,7 +233,7 @@ class Executor {
   // Puts each result in place unless it already is. `seen`: each result's stamp once
   // it is in place (settled.h), when collecting them.
   Result<void> materialize_results(const StepRecord& r, std::vector<std::string>* problems,
-                                   std::vector<SettledFile>* seen = nullptr);
+                                   ResultStamps* seen = nullptr);
   // A step ended: record it, count it, and release or ready what depends on it.
   void settle(size_t i, StepRecord rec);
   void skip_dependents(size_t i, const std::string& why);
@@ -489,20 +500,25 @@ std::optional<StepRecord> Executor::try_cached(size_t i, const std::string& key)
   if (!j->cores.empty()) r.cores = j->cores;
   if (!o_.dry_run) {
     std::vector<std::string> problems;
-    auto m = materialize_results(r, &problems, o_.record_settled ? &settled_.files : nullptr);
+    ResultStamps seen;
+    auto m = materialize_results(r, &problems, o_.record_settled ? &seen : nullptr);
     if (!m.ok()) problems.push_back(m.error().message());
+    if (o_.record_settled) {
+      for (auto& f : seen.files) settled_.files.push_back(std::move(f));
+      if (!seen.whole) settleable_ = false;
+    }
     if (!problems.empty()) {
       for (auto& p : problems) report_.problems.push_back(p);
       return std::nullopt;  // a corrupt or missing object is recomputed
     }
   }
   r.state = StepState::kCached;
-  r.reason = "cached: the store has a result for this key";
+  r.reason = std::string(kCachedReason);
   return r;
 }
 
 Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std::string>* problems,
-                                           std::vector<SettledFile>* seen) {
+                                           ResultStamps* seen) {
   std::string dir = fmt::format("{}/{}", o_.results_dir, r.name);
   if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
     return fail(Errc::kIo, fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
@@ -514,7 +530,7 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
     if (o_.index) {
       if (auto st = result_stamp(dest); st.ok()) {
         if (o_.index->file_hash(dest, *st) == rec.object) {
-          if (seen) seen->push_back({dest, *st, false});
+          if (seen) seen->files.push_back({dest, *st, false});
           continue;
         }
       }
@@ -532,9 +548,9 @@ Result<void> Executor::materialize_results(const StepRecord& r, std::vector<std:
     if (o_.index) {
       if (auto st = result_stamp(dest); st.ok()) {
         o_.index->remember_file(dest, *st, rec.object);
-        if (seen) seen->push_back({dest, *st, false});
+        if (seen) seen->files.push_back({dest, *st, false});
       } else if (seen) {
-        settleable_ = false;
+        seen->whole = false;
       }
     }
   }
@@ -760,7 +776,8 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     }
   }
   if (o_.index && put.ok()) o_.index->remember_step(key, put->created ? mine : put->existing);
-  auto m = materialize_results(r, &d.problems);
+  d.row_ours = put.ok() && put->created;
+  auto m = materialize_results(r, &d.problems, o_.record_settled ? &d.results : nullptr);
   cleanup();
   if (!m.ok()) {
     if (announced) {
@@ -1044,7 +1061,8 @@ void Executor::rearm() {
 void Executor::collect_settled() {
   size_t n = g_.steps.size();
   if (!o_.index || o_.dry_run || o_.leases || cancelled_ || !settleable_ || n == 0 ||
-      static_cast<size_t>(report_.count(StepState::kCached)) != n ||
+      static_cast<size_t>(report_.count(StepState::kCached) +
+                          report_.count(StepState::kExecuted)) != n ||
       !report_.problems.empty() || !report_.divergences.empty()) {
     return;
   }
@@ -1215,6 +1233,13 @@ Result<RunReport> Executor::run() {
         if (o_.leases->release(keys_[d.step], *claims_[d.step]).ok()) ++report_.leases.released;
       }
       claims_[d.step].reset();
+      if (o_.record_settled && ok) {
+        // An executed step is in a settled record as a rerun would report it: from
+        // its row (ours only), its objects present and its results in place.
+        if (!d.row_ours || !d.results.whole) settleable_ = false;
+        for (auto& f : d.results.files) settled_.files.push_back(std::move(f));
+        for (const auto& [out, rec] : d.record.outputs) settled_.objects.push_back(rec.object);
+      }
       settle(d.step, std::move(d.record));
       notify();
     }

@@ -89,9 +89,10 @@ struct RunReport {
   std::vector<std::string> problems;  // corrupt objects found, and the like
   std::vector<std::string> notices;   // what the store said when opened (store notices())
   LeaseStats leases;
-  // With RunOptions::record_settled, a run in which every step was cached, with no
-  // problem and no divergence, leaves what it saw here (settled.h), with everything
-  // but its context and steps_json filled in.
+  // With RunOptions::record_settled, a run in which every step was cached or executed,
+  // with no problem and no divergence, leaves what it saw here (settled.h), with
+  // everything but its context and steps filled in; settled_steps_json() is what a
+  // rerun reports.
   std::optional<Settled> settled;
   int count(StepState s) const;
   int exit_code() const;  // 0, or 1 when any step failed / was refused, 130 if cancelled
@@ -147,8 +148,9 @@ struct RunOptions {
   // step must run or a dry run explains one — a no-op rerun never reads the last
   // report.
   std::function<std::map<std::string, std::string>()> load_previous;
-  // Collect what a run in which every step is cached saw, into RunReport::settled.
-  // Needs the index: the record holds the stamps the index knows hashes at.
+  // Collect what a run in which every step is cached or executed saw, into
+  // RunReport::settled. Needs the index: the record holds the stamps the index knows
+  // hashes at.
   bool record_settled = false;
 };
 
@@ -173,6 +175,14 @@ std::string report_json(const RunReport& r);
 std::string report_steps_json(const RunReport& r);
 std::string report_json(const RunReport& r, std::string_view steps, bool as_object = false,
                         std::optional<size_t> settled_steps = std::nullopt);
+// A cached step's reason.
+inline constexpr std::string_view kCachedReason = "cached: the store has a result for this key";
+
+// The "steps" array a rerun of `r` would report, every step cached: each executed step
+// as a cache hit on the row it wrote reads (no times, the reason above), the others as
+// they are. report_steps_json(r) when nothing executed.
+std::string settled_steps_json(const RunReport& r);
+
 // The report up to its steps: report_json(r, steps, false, s) is report_json_head(r, s),
 // then the steps, then kReportTail.
 std::string report_json_head(const RunReport& r,

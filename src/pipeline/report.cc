@@ -104,4 +104,23 @@ std::string report_steps_json(const RunReport& r) {
 
 std::string report_json(const RunReport& r) { return report_json(r, report_steps_json(r)); }
 
+std::string settled_steps_json(const RunReport& r) {
+  bool executed = false;
+  for (const auto& s : r.steps) executed = executed || s.state == StepState::kExecuted;
+  if (!executed) return report_steps_json(r);
+  // What try_cached() makes of the row an executed step wrote: its node, cores and
+  // computer are the row's provenance, which are this record's.
+  RunReport cached;
+  cached.steps = r.steps;
+  for (auto& s : cached.steps) {
+    if (s.state != StepState::kExecuted) continue;
+    s.state = StepState::kCached;
+    s.reason = std::string(kCachedReason);
+    s.start_s = 0;
+    s.end_s = 0;
+    s.exit_code = 0;
+  }
+  return report_steps_json(cached);
+}
+
 }  // namespace berth::pipeline

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# berth run's settled path (spec 04 §7.1): after a run in which every step was cached,
-# the next run of the same pipeline answers from that run's record by stat() alone,
-# reporting the very same steps; and every change the ordinary path would notice (the
-# pipeline's bytes, an input, an input edited with its mtime put back, a result, an
-# object, a tool's version, the results directory, the pool) sends the run down the
-# ordinary path, which gets the right answer and records afresh.
+# berth run's settled path (spec 04 §7.1): after a run in which every step was cached
+# or executed, the next run of the same pipeline answers from that run's record by
+# stat() alone, reporting the very steps the ordinary path would; and every change the
+# ordinary path would notice (the pipeline's bytes, an input, an input edited with its
+# mtime put back, a result, an object, a tool's version, the results directory, the
+# pool) sends the run down the ordinary path, which gets the right answer and records
+# afresh.
 . "$(dirname "$0")/common.sh"
 mkdir -p "$T/p/data"
 cd "$T/p"
@@ -39,11 +40,18 @@ counts() { json "'%d executed %d cached' % (j['executed'], j['cached'])"; }
 run run pipeline.toml --format json
 expect_eq "full run: exit 0" "$RC" 0
 expect_eq "full run: all executed, not settled" "$(counts) $(settled)" "4 executed 0 cached False"
-# A run that executed steps leaves no record: the first rerun takes the ordinary path,
-# and is the run that settles.
+# A run that executed every step leaves a record too: the first rerun is settled, and
+# reports each executed step as a cache hit.
 run run pipeline.toml --format json
-expect_eq "first rerun: ordinary, all cached" "$(counts) $(settled)" "0 executed 4 cached False"
+expect_eq "first rerun: settled" "$(counts) $(settled)" "0 executed 4 cached True"
+first=$(json "json.dumps(j['steps'], sort_keys=True)")
+# What the ordinary path reports for the same state: the index (and the record in it)
+# removed, so the run rehashes, keys, reads rows — and settles again.
+rm -f .berth/cache/index.sqlite*
+run run pipeline.toml --format json
+expect_eq "ordinary rerun: all cached" "$(counts) $(settled)" "0 executed 4 cached False"
 ordinary=$(json "json.dumps(j['steps'], sort_keys=True)")
+expect_eq "settled after executing: the steps the ordinary path reports" "$first" "$ordinary"
 run run pipeline.toml --format json
 expect_eq "second rerun: settled" "$(counts) $(settled)" "0 executed 4 cached True"
 expect_eq "settled: exit 0, nothing on stderr" "$RC:$ERR" "0:"
@@ -99,6 +107,15 @@ expect_eq "input edited: ordinary" "$(settled)" False
 expect_eq "input edited: w-2 and sum executed" "$(state w-2) $(state sum) $(state w-1)" \
   "executed executed cached"
 expect_eq "input edited: result" "$(cat results/w-2/o)" two
+# After a run that executed some steps and found others cached, the settled answer
+# is still the ordinary one.
+run run pipeline.toml --format json
+expect_eq "after a mixed run: settled" "$(settled)" True
+mixed=$(json "json.dumps(j['steps'], sort_keys=True)")
+rm -f .berth/cache/index.sqlite*
+run run pipeline.toml --format json
+expect_eq "after a mixed run: the ordinary path reports the same steps" \
+  "$(json "json.dumps(j['steps'], sort_keys=True)")" "$mixed"
 settle
 
 # The same size, the mtime put back: only the ctime tells.
