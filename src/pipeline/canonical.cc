@@ -28,32 +28,8 @@ std::string lines_sorted(std::string_view bytes) {
   return out;
 }
 
-// nlohmann's parser recurses once per nesting level; bound it before parsing so that
-// a hostile document cannot exhaust the stack.
-bool json_too_deep(std::string_view s) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 Result<std::string> json_canonical(std::string_view bytes) {
-  if (json_too_deep(bytes)) {
+  if (str::json_deeper_than(bytes, kMaxJsonDepth)) {
     return fail(Errc::kInvalidInput,
                 fmt::format("json: nested more than {} levels deep", kMaxJsonDepth));
   }

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "util/sha256.h"
+#include "util/strings.h"
 
 namespace berth::pipeline {
 namespace {
@@ -22,31 +23,6 @@ using ordered_json = nlohmann::ordered_json;
 // A lease is a handful of short fields; anything this large is not one of ours, and
 // refusing it before parsing bounds the work a hostile row can cause.
 constexpr size_t kMaxLeaseBytes = 64 * 1024;
-
-// True when `s` nests a '{' or '[' inside another (outside strings). A lease is one
-// flat object, so any nesting makes it unparsable; checking first means a hostile row
-// of a million '[' never reaches nlohmann's recursion (compare canonical.cc).
-bool nested(std::string_view s) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > 1) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
 
 // An int64 field, or nullopt: a float, a string or an unsigned past INT64_MAX is not.
 std::optional<int64_t> int64_field(const nlohmann::json& v) {
@@ -118,7 +94,9 @@ std::string encode_lease(const LeaseRecord& r) {
 }
 
 std::optional<LeaseRecord> decode_lease(std::string_view text) {
-  if (text.size() > kMaxLeaseBytes || nested(text)) return std::nullopt;
+  // A lease is one flat object: any nesting makes it not one of ours, refused before
+  // nlohmann's recursion sees it.
+  if (text.size() > kMaxLeaseBytes || str::json_deeper_than(text, 1)) return std::nullopt;
   // nlohmann keeps the last of two equal keys; a record naming two tokens is not a
   // record, so the callback notices repeats at the top level instead.
   std::set<std::string, std::less<>> keys;

@@ -274,10 +274,7 @@ Result<std::string> FileStore::adopt_object_file(const std::string& path) {
   }
   int err = errno;
   if (err == EEXIST) return name;  // write-once: the name fixes the contents
-  if (err == EXDEV || err == EPERM || err == EMLINK || err == ENOTSUP || err == EOPNOTSUPP ||
-      err == ENOSYS) {
-    return put_object_file(path);  // another filesystem, or no links: a copy
-  }
+  if (posix::links_unsupported(err)) return put_object_file(path);  // a copy
   return posix::os_error(final, "link into place", err);
 }
 
@@ -365,8 +362,8 @@ Result<ObjectRead> FileStore::materialize(std::string_view name, const std::stri
   std::string tmp = fmt::format("{}/.tmp.{}", posix::parent_dir(dest_path), posix::unique_suffix());
   if (::link(path.c_str(), tmp.c_str()) != 0) {
     int err = errno;
-    if (err == EXDEV || err == EPERM || err == EMLINK || err == ENOTSUP || err == EOPNOTSUPP) {
-      return get_object_to_file(name, dest_path);  // another filesystem: a verified copy
+    if (posix::links_unsupported(err)) {
+      return get_object_to_file(name, dest_path);  // no link possible: a verified copy
     }
     if (err == ENOENT && ::stat(path.c_str(), &st) != 0) return r;  // removed under us
     return posix::os_error(tmp, "hard-link the stored copy to", err);

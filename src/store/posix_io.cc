@@ -85,6 +85,11 @@ Result<Fd> create_temp(const std::string& dir, unsigned mode, std::string* path)
   return fail(Errc::kIo, fmt::format("{}: cannot create a temporary file", dir));
 }
 
+bool links_unsupported(int err) {
+  return err == EXDEV || err == EPERM || err == EMLINK || err == ENOTSUP || err == EOPNOTSUPP ||
+         err == ENOSYS;
+}
+
 Result<void> write_all(int fd, const void* data, size_t size, const std::string& path) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
@@ -403,9 +408,7 @@ Result<Published> publish(const std::string& tmp, const std::string& final, bool
       drop_tmp();
       return Published::kExisted;
     }
-    bool no_links = err == EPERM || err == EXDEV || err == ENOTSUP || err == EOPNOTSUPP ||
-                    err == EMLINK || err == ENOSYS;
-    if (!no_links) {
+    if (!links_unsupported(err)) {
       drop_tmp();
       return os_error(final, "link into place", err);
     }

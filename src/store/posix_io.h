@@ -39,6 +39,10 @@ class Fd {
 // fail(kNotFound or kIo, "<path>: cannot <what>: <strerror>").
 Failure os_error(const std::string& path, std::string_view what, int err);
 
+// Whether link(2) failing with `err` means no hard link can be made here (another
+// filesystem, one without links, too many links, not permitted): copy instead.
+bool links_unsupported(int err);
+
 // mkdir -p, mode 0755; an existing directory is fine.
 Result<void> make_dirs(const std::string& path);
 

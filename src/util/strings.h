@@ -48,4 +48,9 @@ std::string printable(std::string_view s, size_t max_len = 64);
 // never shortened to a "short host name".
 bool is_ip_address(std::string_view s);
 
+// True when the JSON text `s` nests '{' or '[' (outside strings) more than `limit`
+// deep. nlohmann's parser recurses once per level: checking first means a hostile
+// document of a million '[' never reaches it. Linear; never fails, whatever the bytes.
+bool json_deeper_than(std::string_view s, int limit);
+
 }  // namespace berth::str

@@ -57,6 +57,19 @@ TEST(Strings, PrintableEscapesControlAndHighBytes) {
   EXPECT_EQ(printable(std::string(100, 'x'), 4), "xxxx...");
 }
 
+TEST(Strings, JsonDeeperThanCountsNestingOutsideStrings) {
+  EXPECT_FALSE(str::json_deeper_than(R"({"a":1})", 1));
+  EXPECT_TRUE(str::json_deeper_than(R"({"a":[1]})", 1));
+  EXPECT_FALSE(str::json_deeper_than(R"({"a":[1]})", 2));
+  // Brackets inside strings, escaped quotes included, do not count.
+  EXPECT_FALSE(str::json_deeper_than(R"({"a":"[[[{\"[[["})", 1));
+  // Depth is the deepest point, not the number of brackets.
+  EXPECT_FALSE(str::json_deeper_than("[[],[],[]]", 2));
+  EXPECT_TRUE(str::json_deeper_than(std::string(100000, '['), 512));
+  EXPECT_FALSE(str::json_deeper_than("", 0));
+  EXPECT_FALSE(str::json_deeper_than("\"unterminated [[[", 0));
+}
+
 TEST(Strings, IsIpAddress) {
   EXPECT_TRUE(is_ip_address("10.0.0.1"));
   EXPECT_TRUE(is_ip_address("fe80::1"));
