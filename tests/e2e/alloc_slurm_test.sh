@@ -3,11 +3,7 @@
 # scripts/services.sh), berth alloc must agree with `scontrol show hostnames` and with
 # the number of tasks Slurm actually starts on each node.
 . "$(dirname "$0")/common.sh"
-export SLURM_CONF=${SLURM_CONF:-/tmp/berth-services/slurm/slurm.conf}
-if ! timeout 10 scontrol ping >/dev/null 2>&1; then
-  echo "FAIL: no Slurm answers (SLURM_CONF=$SLURM_CONF); start it with scripts/services.sh start" >&2
-  exit 1
-fi
+need_slurm
 
 # inside KIND SHAPE...: runs the probe inside a salloc or sbatch job of that shape.
 probe() {

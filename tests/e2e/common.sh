@@ -67,6 +67,16 @@ copy_quickstart() {
   rm -rf "$1/.berth" "$1/results"
 }
 
+# need_slurm: the local Slurm (scripts/services.sh) must answer, or the test fails
+# here saying how to start it. Exports SLURM_CONF.
+need_slurm() {
+  export SLURM_CONF=${SLURM_CONF:-/tmp/berth-services/slurm/slurm.conf}
+  if ! timeout 10 scontrol ping >/dev/null 2>&1; then
+    echo "FAIL: no Slurm answers (SLURM_CONF=$SLURM_CONF); start it with scripts/services.sh start" >&2
+    exit 1
+  fi
+}
+
 # json EXPR: evaluates a Python expression over the JSON in $OUT (bound to j).
 json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)" <<<"$OUT"; }
 

@@ -4,11 +4,7 @@
 # run at the same time; a pool-driven run of more launches than fit queues the rest
 # and never puts two on one CPU at once.
 . "$(dirname "$0")/common.sh"
-export SLURM_CONF=${SLURM_CONF:-/tmp/berth-services/slurm/slurm.conf}
-if ! timeout 10 scontrol ping >/dev/null 2>&1; then
-  echo "FAIL: no Slurm answers (SLURM_CONF=$SLURM_CONF); start it with scripts/services.sh start" >&2
-  exit 1
-fi
+need_slurm
 export BERTH W=$T
 chmod 755 "$T"
 

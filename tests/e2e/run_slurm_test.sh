@@ -3,11 +3,7 @@
 # steps run concurrently, each placed by the pool on its own CPU of a node and
 # launched with srun, never two on one CPU at once.
 . "$(dirname "$0")/common.sh"
-export SLURM_CONF=${SLURM_CONF:-/tmp/berth-services/slurm/slurm.conf}
-if ! timeout 10 scontrol ping >/dev/null 2>&1; then
-  echo "FAIL: no Slurm answers (SLURM_CONF=$SLURM_CONF); start it with scripts/services.sh start" >&2
-  exit 1
-fi
+need_slurm
 chmod 755 "$T"
 cat >"$T/p.toml" <<'X'
 [[step]]

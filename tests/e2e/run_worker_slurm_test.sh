@@ -3,11 +3,7 @@
 # shared file:// store: each worker places steps on its own node only, every step runs
 # exactly once, and the work is spread over the nodes.
 . "$(dirname "$0")/common.sh"
-export SLURM_CONF=${SLURM_CONF:-/tmp/berth-services/slurm/slurm.conf}
-if ! timeout 10 scontrol ping >/dev/null 2>&1; then
-  echo "FAIL: no Slurm answers (SLURM_CONF=$SLURM_CONF); start it with scripts/services.sh start" >&2
-  exit 1
-fi
+need_slurm
 chmod 755 "$T"
 # $SLURMD_NODENAME is expanded by the step's shell, so it is the same text (and key)
 # for every worker; the log line says which node ran the step.
