@@ -76,51 +76,156 @@ std::string report_json(const RunReport& r, std::string_view steps, bool as_obje
   return out;
 }
 
-std::string report_steps_json(const RunReport& r) {
-  // Built field by field and moved into place: initializer lists copy every value,
-  // which costs a 10,000-step report tens of milliseconds.
-  json steps = json::array();
-  steps.get_ref<json::array_t&>().reserve(r.steps.size());
-  for (const auto& s : r.steps) {
-    json o = json::object();
-    for (const auto& [name, out] : s.outputs) o[name] = output_json(out);
-    json st = json::object();
-    st["name"] = s.name;
-    st["state"] = step_state_name(s.state);
-    st["key"] = s.key;
-    st["reason"] = s.reason;
-    st["node"] = s.node;
-    st["cores"] = s.cores;
-    st["computed_by"] = s.computed_by;
-    st["start_s"] = s.start_s;
-    st["end_s"] = s.end_s;
-    st["exit_code"] = s.exit_code;
-    st["outputs"] = std::move(o);
-    if (!s.basis.is_null()) st["basis"] = s.basis;
-    steps.push_back(std::move(st));
+namespace {
+
+// `s` as a JSON string, as nlohmann writes it (error_handler_t::replace): printable
+// ASCII without a quote or backslash is copied as it is; anything else goes through
+// nlohmann.
+void put_string(std::string& out, std::string_view s) {
+  bool plain = true;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') {
+      plain = false;
+      break;
+    }
   }
-  return steps.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (plain) {
+    out += '"';
+    out.append(s);
+    out += '"';
+    return;
+  }
+  out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
 }
+
+void put_key(std::string& out, std::string_view k) {
+  out += '"';
+  out.append(k);  // every key below is a literal of plain ASCII
+  out += "\":";
+}
+
+// The steps array; with `as_cached`, each executed step as what try_cached() makes of
+// the row it wrote: cached, the cached reason, no times, exit code 0 (its node, cores
+// and computer are the row's provenance, which are the record's).
+std::string write_steps(const RunReport& r, bool as_cached) {
+  // Written directly rather than built as a JSON tree and dumped: for a 10,000-step
+  // report the tree cost a tenth of a second. The bytes are nlohmann's (report_test).
+  std::string out;
+  out.reserve(r.steps.size() * 640 + 2);
+  out += '[';
+  bool first = true;
+  for (const auto& s : r.steps) {
+    if (!first) out += ',';
+    first = false;
+    bool hit = as_cached && s.state == StepState::kExecuted;
+    out += '{';
+    put_key(out, "name");
+    put_string(out, s.name);
+    out += ',';
+    put_key(out, "state");
+    put_string(out, step_state_name(hit ? StepState::kCached : s.state));
+    out += ',';
+    put_key(out, "key");
+    put_string(out, s.key);
+    out += ',';
+    put_key(out, "reason");
+    put_string(out, hit ? kCachedReason : std::string_view(s.reason));
+    out += ',';
+    put_key(out, "node");
+    put_string(out, s.node);
+    out += ',';
+    put_key(out, "cores");
+    put_string(out, s.cores);
+    out += ',';
+    put_key(out, "computed_by");
+    put_string(out, s.computed_by);
+    out += ',';
+    put_key(out, "start_s");
+    out += json(hit ? 0.0 : s.start_s).dump();
+    out += ',';
+    put_key(out, "end_s");
+    out += json(hit ? 0.0 : s.end_s).dump();
+    out += ',';
+    put_key(out, "exit_code");
+    out += std::to_string(hit ? 0 : s.exit_code);
+    out += ',';
+    put_key(out, "outputs");
+    out += '{';
+    bool first_output = true;
+    for (const auto& [name, o] : s.outputs) {
+      if (!first_output) out += ',';
+      first_output = false;
+      put_string(out, name);
+      out += ":{";
+      put_key(out, "object");
+      put_string(out, o.object);
+      out += ',';
+      put_key(out, "form");
+      put_string(out, o.form);
+      out += ',';
+      put_key(out, "canonical");
+      put_string(out, o.canonical);
+      out += '}';
+    }
+    out += '}';
+    if (!s.basis.is_null()) {
+      out += ',';
+      put_key(out, "basis");
+      out += s.basis.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    out += '}';
+  }
+  out += ']';
+  return out;
+}
+
+}  // namespace
+
+std::string report_steps_json(const RunReport& r) { return write_steps(r, false); }
 
 std::string report_json(const RunReport& r) { return report_json(r, report_steps_json(r)); }
 
-std::string settled_steps_json(const RunReport& r) {
-  bool executed = false;
-  for (const auto& s : r.steps) executed = executed || s.state == StepState::kExecuted;
-  if (!executed) return report_steps_json(r);
-  // What try_cached() makes of the row an executed step wrote: its node, cores and
-  // computer are the row's provenance, which are this record's.
-  RunReport cached;
-  cached.steps = r.steps;
-  for (auto& s : cached.steps) {
-    if (s.state != StepState::kExecuted) continue;
-    s.state = StepState::kCached;
-    s.reason = std::string(kCachedReason);
-    s.start_s = 0;
-    s.end_s = 0;
-    s.exit_code = 0;
+std::string settled_steps_json(const RunReport& r) { return write_steps(r, true); }
+
+std::optional<std::string> find_step_basis(std::string_view report, std::string_view name) {
+  // Every step object starts so (write_steps); inside a JSON string a quote is escaped,
+  // so the needle cannot start inside one.
+  std::string needle = "{\"name\":";
+  put_string(needle, name);
+  needle += ",\"state\":";
+  size_t at = report.find(needle);
+  if (at == std::string_view::npos) return std::nullopt;
+  // The object's extent: brackets counted outside strings.
+  int depth = 0;
+  bool in_string = false;
+  size_t end = std::string_view::npos;
+  for (size_t i = at; i < report.size(); ++i) {
+    char c = report[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) {
+        end = i + 1;
+        break;
+      }
+    }
   }
-  return report_steps_json(cached);
+  if (end == std::string_view::npos) return std::nullopt;
+  auto step = nlohmann::json::parse(report.substr(at, end - at), nullptr, false);
+  if (step.is_discarded() || !step.is_object() || !step.contains("basis") ||
+      !step["basis"].is_object()) {
+    return std::nullopt;
+  }
+  return step["basis"].dump();
 }
 
 }  // namespace berth::pipeline
