@@ -168,7 +168,16 @@ std::map<std::string, std::string> previous_bases(const std::string& report_path
   std::map<std::string, std::string> out;
   auto text = files::read_file(report_path);
   if (!text.ok()) return out;
-  auto j = nlohmann::json::parse(*text, nullptr, false);
+  // Only each step's name and basis are kept while parsing: the rest of a 10,000-step
+  // report (outputs, reasons, times) is megabytes nobody reads here.
+  using json = nlohmann::json;
+  auto keep = [](int depth, json::parse_event_t event, json& parsed) {
+    if (event != json::parse_event_t::key) return true;
+    if (depth == 1) return parsed == "steps";
+    if (depth == 3) return parsed == "name" || parsed == "basis";
+    return true;
+  };
+  auto j = json::parse(*text, keep, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array()) {
     return out;
   }
@@ -476,6 +485,14 @@ int run_pipeline(const RunFlags& f) {
   o.worker = worker;
   std::string report_path = (f.worker || !f.cache.empty() ? cache : bdir) + "/last-run.json";
   o.load_previous = [report_path] { return previous_bases(report_path); };
+  auto previous_text = std::make_shared<std::optional<std::string>>();
+  o.find_previous = [report_path, previous_text](const std::string& step) {
+    if (!*previous_text) {
+      auto t = files::read_file(report_path);
+      *previous_text = t.ok() ? std::move(*t) : std::string();
+    }
+    return pipeline::find_step_basis(**previous_text, step);
+  };
   std::unique_ptr<pipeline::Leases> leases;
   if (f.worker) {
     leases = std::make_unique<pipeline::Leases>(*shared, worker, pipeline::Leases::new_token(),

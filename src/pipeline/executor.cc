@@ -294,6 +294,7 @@ class Executor {
   int wake_[2] = {-1, -1};
   std::atomic<uint64_t> staging_seq_{0};
   bool previous_loaded_ = false;
+  int quick_lookups_ = 0;
   std::map<std::string, std::string> loaded_previous_;
   std::mutex stage_mu_;
   std::vector<std::string> free_stages_;
@@ -411,14 +412,23 @@ Result<std::string> Executor::key_for(size_t i, json* basis) {
 }
 
 std::string Executor::explain(size_t i, const json& b) {
-  if (!previous_loaded_) {
+  // The first few steps to explain are looked up one by one; past that, or for one the
+  // quick look-up does not find, the previous report is parsed once, whole.
+  constexpr int kQuickLookups = 16;
+  std::optional<std::string> quick;
+  if (o_.previous.empty() && o_.find_previous && !previous_loaded_ &&
+      quick_lookups_ < kQuickLookups) {
+    ++quick_lookups_;
+    quick = o_.find_previous(g_.steps[i].name);
+  }
+  if (!quick && !previous_loaded_) {
     previous_loaded_ = true;
     if (o_.previous.empty() && o_.load_previous) loaded_previous_ = o_.load_previous();
   }
   const auto& previous = o_.previous.empty() ? loaded_previous_ : o_.previous;
   auto prev = previous.find(g_.steps[i].name);
-  if (prev == previous.end()) return "new: no earlier run of this step is recorded here";
-  json a = json::parse(prev->second, nullptr, false);
+  if (!quick && prev == previous.end()) return "new: no earlier run of this step is recorded here";
+  json a = json::parse(quick ? *quick : prev->second, nullptr, false);
   if (a.is_discarded() || !a.is_object() || b.is_discarded()) {
     return "new: the earlier run's record of this step is unreadable";
   }

@@ -148,6 +148,11 @@ struct RunOptions {
   // step must run or a dry run explains one — a no-op rerun never reads the last
   // report.
   std::function<std::map<std::string, std::string>()> load_previous;
+  // A quick look-up of one step's previous basis (find_step_basis over the previous
+  // report), tried for the first few steps that must run, before load_previous parses
+  // the whole report: most reruns after an edit run a few steps of many. nullopt sends
+  // the step to load_previous.
+  std::function<std::optional<std::string>(const std::string& step)> find_previous;
   // Collect what a run in which every step is cached or executed saw, into
   // RunReport::settled. Needs the index: the record holds the stamps the index knows
   // hashes at.
@@ -182,6 +187,11 @@ inline constexpr std::string_view kCachedReason = "cached: the store has a resul
 // as a cache hit on the row it wrote reads (no times, the reason above), the others as
 // they are. report_steps_json(r) when nothing executed.
 std::string settled_steps_json(const RunReport& r);
+
+// Step `name`'s basis in the text of a report as report_json() writes it, dumped as
+// nlohmann::json (keys sorted), found without parsing the rest of the report: nullopt
+// when the step is not there, has no basis, or the text is not laid out so.
+std::optional<std::string> find_step_basis(std::string_view report, std::string_view name);
 
 // The report up to its steps: report_json(r, steps, false, s) is report_json_head(r, s),
 // then the steps, then kReportTail.
