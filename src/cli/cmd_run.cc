@@ -177,6 +177,7 @@ std::map<std::string, std::string> previous_bases(const std::string& report_path
     if (depth == 3) return parsed == "name" || parsed == "basis";
     return true;
   };
+  if (str::json_deeper_than(*text, pipeline::kMaxReportDepth)) return out;
   auto j = json::parse(*text, keep, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array()) {
     return out;
@@ -611,6 +612,11 @@ int run_pipeline(const RunFlags& f) {
 Result<nlohmann::json> last_run(const std::string& pipeline) {
   std::string path = berth_dir_for(pipeline) + "/last-run.json";
   BERTH_TRY(std::string text, files::read_file(path));
+  if (str::json_deeper_than(text, pipeline::kMaxReportDepth)) {
+    return fail(Errc::kInvalidInput, fmt::format("{}: not a run report (nested more than {} "
+                                                 "levels deep)",
+                                                 path, pipeline::kMaxReportDepth));
+  }
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return fail(Errc::kInvalidInput, path + ": not a run report");
   return j;

@@ -188,6 +188,10 @@ inline constexpr std::string_view kCachedReason = "cached: the store has a resul
 // they are. report_steps_json(r) when nothing executed.
 std::string settled_steps_json(const RunReport& r);
 
+// How deep a report's JSON nests, and more: a file deeper than this is not a report,
+// and is refused before a parser recurses into it.
+inline constexpr int kMaxReportDepth = 64;
+
 // Step `name`'s basis in the text of a report as report_json() writes it, dumped as
 // nlohmann::json (keys sorted), found without parsing the rest of the report: nullopt
 // when the step is not there, has no basis, or the text is not laid out so.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/executor.h"
+#include "util/strings.h"
 
 namespace berth::pipeline {
 
@@ -220,7 +221,11 @@ std::optional<std::string> find_step_basis(std::string_view report, std::string_
     }
   }
   if (end == std::string_view::npos) return std::nullopt;
-  auto step = nlohmann::json::parse(report.substr(at, end - at), nullptr, false);
+  // A step is a few levels deep; anything deeper is not one of ours, and never reaches
+  // nlohmann's recursion.
+  std::string_view text = report.substr(at, end - at);
+  if (str::json_deeper_than(text, kMaxReportDepth)) return std::nullopt;
+  auto step = nlohmann::json::parse(text, nullptr, false);
   if (step.is_discarded() || !step.is_object() || !step.contains("basis") ||
       !step["basis"].is_object()) {
     return std::nullopt;

@@ -137,6 +137,10 @@ TEST(ReportSteps, FindStepBasisAgreesWithAFullParse) {
   EXPECT_EQ(find_step_basis(text, "a-"), std::nullopt);  // a prefix of a name is not it
   EXPECT_EQ(find_step_basis(text.substr(0, text.size() / 2), "b"), std::nullopt);
   EXPECT_EQ(find_step_basis("", "a"), std::nullopt);
+  // Nested past any report's depth: refused, not parsed.
+  std::string deep = R"({"name":"a","state":"cached","basis":)" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}";
+  EXPECT_EQ(find_step_basis(deep, "a"), std::nullopt);
 }
 
 TEST(ReportSteps, SettledStepsAreExecutedOnesAsCacheHits) {

@@ -210,4 +210,17 @@ expect_eq "index removed: ordinary, all cached" "$(settled) $(json "j['executed'
 run run pipeline.toml --format json
 expect_eq "index removed: settles again" "$(settled)" True
 
+# A last-run.json that is not a report (nested a hundred thousand deep): berth report
+# refuses it by name, and a run that must explain a step still runs.
+python3 -c 'print("[" * 100000)' >.berth/last-run.json
+run report pipeline.toml
+expect_eq "deep last-run.json: berth report refuses it" "$RC" 2
+expect_contains "deep last-run.json: says why" "$ERR" "not a run report"
+printf 'three\n' >data/3.txt
+run run pipeline.toml --format json
+expect_eq "deep last-run.json: the run goes on" "$RC $(state w-3)" "0 executed"
+expect_eq "deep last-run.json: nothing to compare with" \
+  "$(json "[s['reason'] for s in j['steps'] if s['name']=='w-3'][0]")" \
+  "new: no earlier run of this step is recorded here"
+
 finish
