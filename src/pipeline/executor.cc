@@ -240,8 +240,8 @@ class Executor {
   void set_state(size_t i, StepState st);
   void rearm();
   void notify();
-  // record_settled: moves what the cached steps saw into report_.settled, when every
-  // step was cached and nothing went wrong.
+  // record_settled: moves what the steps saw into report_.settled, when every step was
+  // cached or executed and nothing went wrong.
   void collect_settled();
   // An empty staging directory with in/ and out/ (spec 04 §7): one left by an earlier
   // step when there is one, else a new <staging>/<pid>.<n>. Any thread.
@@ -298,7 +298,7 @@ class Executor {
   std::map<std::string, std::string> loaded_previous_;
   std::mutex stage_mu_;
   std::vector<std::string> free_stages_;
-  // What the cached steps saw (record_settled; run() thread only). settleable_ goes
+  // What the steps saw (record_settled; run() thread only). settleable_ goes
   // false at the first fact that was not verified at a stamp.
   Settled settled_;
   bool settleable_ = true;

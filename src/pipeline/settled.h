@@ -1,18 +1,20 @@
-// The settled record (spec 04 §7.1): what a run in which every step was cached saw, so
-// that the next run of the same pipeline can tell by stat() alone that nothing changed.
+// The settled record (spec 04 §7.1): what a run in which every step was cached or
+// executed saw, so that the next run of the same pipeline can tell by stat() alone
+// that nothing changed.
 //
-// A run whose every step came from the store, with no problem, no divergence and every
-// fact it used verified at a stamp, leaves a record in the local index (index.h): a
-// copy of what it was given (the engine, the pipeline file's bytes, the store, the
-// results directory), each distinct placement request its steps make, each tool's
-// version command and answer, the stamp of every file input (as the index knew its
-// hash) and of every result (as it was verified against its object), every object it
-// found in the store; and, in a file beside the index, the steps of its report. The next run that finds the
-// same digest, every request still fitting the pool, every tool answering the same, every stamp
-// unchanged and every object still present is that run again: it reports the same steps, all
-// cached, without parsing the pipeline, keying a step or reading a row. Anything else (one stamp
-// differs, a stat fails, the record is missing or unreadable) and the run takes the ordinary path,
-// which then records afresh.
+// A run whose every step came from the store or ran and published its own row, with no
+// problem, no divergence and every fact it used verified at a stamp, leaves a record in
+// the local index (index.h): a copy of what it was given (the engine, the working
+// directory, the pipeline file's bytes, the store, the results directory), each
+// distinct placement request its steps make, each tool's version command and answer,
+// the stamp of every file input (as the index knew its hash) and of every result (as
+// it was verified against its object), every object; and, in a file beside the index,
+// the steps a rerun reports. The next run that finds the same context, every request
+// still fitting the pool, every tool answering the same, every stamp unchanged and
+// every object still present is that rerun: it reports those steps, all cached,
+// without parsing the pipeline, keying a step or reading a row. Anything else (one
+// stamp differs, a stat fails, the record is missing or unreadable) and the run takes
+// the ordinary path, which then records afresh.
 //
 // The record is a cache, like the index it lives in: losing it costs one ordinary run.
 #pragma once
