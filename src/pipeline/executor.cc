@@ -588,11 +588,20 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     release_stage(std::move(stage));
     stage.clear();
   };
+  // end_s is when the step's processes ended (or it failed before they started): its
+  // cores are given to the next step then, so a later end would overlap that step on
+  // the same cores in the report's timeline. Publishing is berth's time, not the step's.
+  bool ended = false;
+  auto end_now = [&] {
+    if (ended) return;
+    ended = true;
+    r.end_s = now_s();
+  };
   auto failed = [&](std::string why, int code = 1) {
     r.state = StepState::kFailed;
     r.reason = std::move(why);
     r.exit_code = code;
-    r.end_s = now_s();
+    end_now();
     cleanup();
     return d;
   };
@@ -677,6 +686,7 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   auto outcome = launch::run_job(job, parent_, launch::Spawner::real(), sinks);
   // Its processes are gone: the cores and GPUs go back to the pool now, and the next
   // step starts while this one is hashed and published (that work is berth's own).
+  end_now();
   exited();
   if (!outcome.ok()) return failed(outcome.error().message());
   if (!log.empty()) {
@@ -692,7 +702,6 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     if (outcome->exit_code == 130) {
       r.state = StepState::kCancelled;
       r.reason = "cancelled";
-      r.end_s = now_s();
       cleanup();
       return d;
     }
@@ -728,7 +737,6 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     r.outputs[out] = {*object, canon->form, canon->hash};
     outputs[out] = output_json(r.outputs[out]);
   }
-  r.end_s = now_s();
   // In a run without leases nobody else is expected to publish this key, so its
   // dependents need not wait for the row to be durable: they start now. A row that
   // then fails to be written costs the cache entry (a problem), not the step.
