@@ -48,9 +48,11 @@ TEST(ReportSteps, WrittenAsNlohmannWouldWriteThem) {
   plain.node = "vm";
   plain.cores = "0-1";
   plain.computed_by = "vm";
-  plain.outputs["o"] = {"sha256:" + std::string(64, 'b'), "bytes", "sha256:" + std::string(64, 'c')};
+  plain.outputs["o"] = {"sha256:" + std::string(64, 'b'), "bytes",
+                        "sha256:" + std::string(64, 'c')};
   plain.outputs["a b"] = {"x", "lines-sorted", "y"};
-  plain.basis = json::parse(R"({"command":"cp {in.src} {out.o}","inputs":{"src":[["in/1.txt","bytes sha256:00"]]},"tools":{}})");
+  plain.basis = json::parse(
+      R"({"command":"cp {in.src} {out.o}","inputs":{"src":[["in/1.txt","bytes sha256:00"]]},"tools":{}})");
   r.steps.push_back(plain);
 
   StepRecord odd = plain;
