@@ -330,9 +330,9 @@ void Index::remember_file(const std::string& path, const FileStamp& stamp,
   run_write(st);
 }
 
-std::optional<std::string> Index::step_row(const std::string& key) {
+std::optional<std::string> Index::get_blob(Stmt which, std::string_view key) {
   std::lock_guard lock(mu_);
-  sqlite3_stmt* st = stmts_[kStepGet];
+  sqlite3_stmt* st = stmts_[which];
   std::optional<std::string> hit;
   if (bind_bytes(st, 1, key, false)) {
     int rc = sqlite3_step(st);
@@ -344,51 +344,35 @@ std::optional<std::string> Index::step_row(const std::string& key) {
   return hit;
 }
 
-void Index::remember_step(const std::string& key, std::string_view row) {
+void Index::put_blob(Stmt which, std::string_view key, std::optional<std::string_view> blob) {
   std::lock_guard lock(mu_);
-  sqlite3_stmt* st = stmts_[kStepPut];
-  if (!bind_bytes(st, 1, key, false) || !bind_bytes(st, 2, row, true)) {
+  sqlite3_stmt* st = stmts_[which];
+  if (!bind_bytes(st, 1, key, false) || (blob && !bind_bytes(st, 2, *blob, true))) {
     ++write_errors_;
     sqlite3_clear_bindings(st);
     return;
   }
   run_write(st);
+}
+
+std::optional<std::string> Index::step_row(const std::string& key) {
+  return get_blob(kStepGet, key);
+}
+
+void Index::remember_step(const std::string& key, std::string_view row) {
+  put_blob(kStepPut, key, row);
 }
 
 std::optional<std::string> Index::settled(const std::string& pipeline) {
-  std::lock_guard lock(mu_);
-  sqlite3_stmt* st = stmts_[kSettledGet];
-  std::optional<std::string> hit;
-  if (bind_bytes(st, 1, pipeline, false)) {
-    int rc = sqlite3_step(st);
-    note_result(rc);
-    if (rc == SQLITE_ROW) hit = column_bytes(st, 0);
-  }
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  return hit;
+  return get_blob(kSettledGet, pipeline);
 }
 
 void Index::remember_settled(const std::string& pipeline, std::string_view record) {
-  std::lock_guard lock(mu_);
-  sqlite3_stmt* st = stmts_[kSettledPut];
-  if (!bind_bytes(st, 1, pipeline, false) || !bind_bytes(st, 2, record, true)) {
-    ++write_errors_;
-    sqlite3_clear_bindings(st);
-    return;
-  }
-  run_write(st);
+  put_blob(kSettledPut, pipeline, record);
 }
 
 void Index::forget_settled(const std::string& pipeline) {
-  std::lock_guard lock(mu_);
-  sqlite3_stmt* st = stmts_[kSettledDelete];
-  if (!bind_bytes(st, 1, pipeline, false)) {
-    ++write_errors_;
-    sqlite3_clear_bindings(st);
-    return;
-  }
-  run_write(st);
+  put_blob(kSettledDelete, pipeline, std::nullopt);
 }
 
 Result<void> Index::begin() {

@@ -137,6 +137,10 @@ class Index {
   Result<void> prepare_all();
   // Runs a write statement that is already bound; counts a failure.
   void run_write(sqlite3_stmt* stmt);
+  // A one-key look-up returning one blob column, and a write of a key (?1) and, when
+  // given, a blob (?2): the shapes of the steps and settled statements.
+  std::optional<std::string> get_blob(Stmt which, std::string_view key);
+  void put_blob(Stmt which, std::string_view key, std::optional<std::string_view> blob);
   // Records that an SQLite result code means the file is damaged.
   void note_result(int rc);
 
