@@ -197,34 +197,11 @@ std::optional<std::string> find_step_basis(std::string_view report, std::string_
   needle += ",\"state\":";
   size_t at = report.find(needle);
   if (at == std::string_view::npos) return std::nullopt;
-  // The object's extent: brackets counted outside strings.
-  int depth = 0;
-  bool in_string = false;
-  size_t end = std::string_view::npos;
-  for (size_t i = at; i < report.size(); ++i) {
-    char c = report[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) {
-        end = i + 1;
-        break;
-      }
-    }
-  }
+  // The object's extent; a step is a few levels deep, and anything deeper is not one
+  // of ours and never reaches nlohmann's recursion.
+  size_t end = str::json_value_end(report, at, kMaxReportDepth);
   if (end == std::string_view::npos) return std::nullopt;
-  // A step is a few levels deep; anything deeper is not one of ours, and never reaches
-  // nlohmann's recursion.
   std::string_view text = report.substr(at, end - at);
-  if (str::json_deeper_than(text, kMaxReportDepth)) return std::nullopt;
   auto step = nlohmann::json::parse(text, nullptr, false);
   if (step.is_discarded() || !step.is_object() || !step.contains("basis") ||
       !step["basis"].is_object()) {

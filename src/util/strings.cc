@@ -112,10 +112,16 @@ bool is_ip_address(std::string_view s) {
   return groups == 3 && digits > 0;
 }
 
-bool json_deeper_than(std::string_view s, int limit) {
+namespace {
+
+// Walks JSON text from `from`, counting '{' and '[' against '}' and ']' outside
+// strings, and calls step(depth, i) after each bracket at i; stops when it returns true
+// (returning i) or at the end (returning npos).
+template <typename Step>
+size_t walk_brackets(std::string_view s, size_t from, Step step) {
   int depth = 0;
   bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
+  for (size_t i = from; i < s.size(); ++i) {
     char c = s[i];
     if (in_string) {
       if (c == '\\') {
@@ -125,13 +131,29 @@ bool json_deeper_than(std::string_view s, int limit) {
       }
     } else if (c == '"') {
       in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
+    } else if (c == '[' || c == '{' || c == ']' || c == '}') {
+      depth += (c == '[' || c == '{') ? 1 : -1;
+      if (step(depth, i)) return i;
     }
   }
-  return false;
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+bool json_deeper_than(std::string_view s, int limit) {
+  return walk_brackets(s, 0, [limit](int depth, size_t) { return depth > limit; }) !=
+         std::string_view::npos;
+}
+
+size_t json_value_end(std::string_view s, size_t at, int limit) {
+  if (at >= s.size() || (s[at] != '{' && s[at] != '[')) return std::string_view::npos;
+  bool deep = false;
+  size_t i = walk_brackets(s, at, [&](int depth, size_t) {
+    deep = depth > limit;
+    return deep || depth == 0;
+  });
+  return i == std::string_view::npos || deep ? std::string_view::npos : i + 1;
 }
 
 }  // namespace berth::str

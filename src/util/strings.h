@@ -53,4 +53,10 @@ bool is_ip_address(std::string_view s);
 // document of a million '[' never reaches it. Linear; never fails, whatever the bytes.
 bool json_deeper_than(std::string_view s, int limit);
 
+// Where the JSON object or array that starts at `at` ends (one past its closing
+// bracket), counting brackets outside strings; npos when `at` is not '{' or '[', the
+// value is not closed, or it nests more than `limit` deep. Checks brackets only, not
+// the JSON between them.
+size_t json_value_end(std::string_view s, size_t at, int limit);
+
 }  // namespace berth::str

@@ -70,6 +70,19 @@ TEST(Strings, JsonDeeperThanCountsNestingOutsideStrings) {
   EXPECT_FALSE(str::json_deeper_than("\"unterminated [[[", 0));
 }
 
+TEST(Strings, JsonValueEndFindsTheClosingBracket) {
+  std::string_view s = R"(x{"a":[1,{"b":"}]"}],"c":"\""}tail)";
+  size_t end = str::json_value_end(s, 1, 8);
+  ASSERT_NE(end, std::string_view::npos);
+  EXPECT_EQ(s.substr(end), "tail");
+  EXPECT_EQ(str::json_value_end("[[]]", 0, 2), 4u);
+  EXPECT_EQ(str::json_value_end("[[]]", 0, 1), std::string_view::npos);  // too deep
+  EXPECT_EQ(str::json_value_end("{\"a\":[1}]}", 0, 8), 9u);  // counts, not kinds
+  EXPECT_EQ(str::json_value_end("{\"a\":1", 0, 8), std::string_view::npos);  // open
+  EXPECT_EQ(str::json_value_end("x{}", 0, 8), std::string_view::npos);  // not at a value
+  EXPECT_EQ(str::json_value_end("{}", 2, 8), std::string_view::npos);
+}
+
 TEST(Strings, IsIpAddress) {
   EXPECT_TRUE(is_ip_address("10.0.0.1"));
   EXPECT_TRUE(is_ip_address("fe80::1"));
