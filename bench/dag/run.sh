@@ -181,7 +181,7 @@ echo "bench/dag: $berth, -j $jobs, wide $wide steps, chain $chain steps, scratch
 run_shape wide "$wide"
 run_shape chain "$chain"
 
-# The table, and the targets (issue: berth full <= 1.2x ninja, no-op <= 2x ninja).
+# The table, and berth's targets (full <= 1.2x ninja, no-op <= 2x ninja).
 echo
 printf '%-6s %-5s %-10s %10s %10s %9s\n' shape phase tool wall_s cpu_s "x ninja"
 printf '%s\n' "${results[@]}" | awk '

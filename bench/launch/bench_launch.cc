@@ -12,7 +12,8 @@
 // and then the last three again with M MiB (1024) of touched memory in this process,
 // which is what a supervisor that has buffered output or a big job table looks like:
 // fork() copies page tables, a CLONE_VM child does not. The ratios are to the raw loop
-// in the same conditions; the target for berth is >= 0.9x (issue 4).
+// in the same conditions; the target for berth is >= 0.9x (spec 03 §1): the steps it
+// adds to a bare spawn may cost a launch no more than a tenth.
 //
 // The last line, "berth_spawner_per_s N", is for bench/launch/run.sh.
 #include <fcntl.h>

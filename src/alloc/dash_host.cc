@@ -1,4 +1,4 @@
-// --host: one comma-separated list of hosts and relative tokens (spec 01 §5, seed 001).
+// --host: one comma-separated list of hosts and relative tokens (spec 01 §2.3, §5).
 //
 //   a,b        one slot each         a:4      four slots       a:* / a:auto  slots from cores
 //   +n3        the allocation's node 3, counting from zero

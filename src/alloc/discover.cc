@@ -13,9 +13,9 @@
 namespace berth::alloc {
 namespace {
 
-// Priorities from seed 001. Equal priorities are asked in this order; when two of
-// them both claim an allocation, discovery refuses rather than guess (PRRTE silently
-// takes the first).
+// Priorities as spec 01 §1 gives them. Equal priorities are asked in this order; when
+// two of them both claim an allocation, discovery refuses rather than guess (PRRTE
+// silently takes the first).
 const std::vector<SourceInfo> kSources = {
     {"simulator", 1000, false, discover_simulator},
     {"pbs", 100, true, discover_pbs},
@@ -26,7 +26,7 @@ const std::vector<SourceInfo> kSources = {
     {"hosts", 1, false, discover_hosts},
 };
 
-// The multiplier (seed 001): N copies of every node, to simulate a larger cluster
+// The multiplier (spec 01 §2.6): N copies of every node, to simulate a larger cluster
 // from a smaller one. Copy k >= 1 of "node" is named "node-x<k>" so that copies are
 // distinct pool entries rather than duplicates that dedup would drop.
 std::vector<NodeSpec> multiply(const std::vector<NodeSpec>& specs, int64_t factor) {

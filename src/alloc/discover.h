@@ -4,7 +4,7 @@
 // inserts its nodes into a Pool, applies the multiplier, then — when the allocation
 // came from somewhere other than the user's own --host/--hostfile — lets
 // --host/--hostfile filter it: they select nodes and may lower slot counts, never add
-// a node or a slot (seed 001: under a scheduler a hostfile is a filter; one naming a
+// a node or a slot (spec 01 §5: under a scheduler a hostfile is a filter; one naming a
 // node outside the allocation is refused).
 #pragma once
 

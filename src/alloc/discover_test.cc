@@ -29,7 +29,7 @@ Result<Allocation> run(const Env& env, const Options& o = {}) {
   return discover(Input{env, o, h});
 }
 
-TEST(Discover, SourcesAreAskedInSeedPriorityOrder) {
+TEST(Discover, SourcesAreAskedInPriorityOrder) {
   std::vector<std::string> names;
   int last = 1 << 30;
   for (const auto& s : sources()) {

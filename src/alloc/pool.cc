@@ -61,7 +61,7 @@ std::optional<size_t> Pool::find(std::string_view name) const {
 
 std::pair<size_t, bool> Pool::insert(const NodeSpec& spec) {
   // Dedup: the spec's name, its short form and each alias are looked up; the first
-  // match is the node. The pooled entry is authoritative (seed 001): its slots stand.
+  // match is the node. The pooled entry is authoritative (spec 01 §6): its slots stand.
   if (auto hit = find(spec.name)) return {*hit, false};
   for (const std::string& a : spec.aliases) {
     if (auto hit = find(a)) return {*hit, false};

@@ -1,7 +1,7 @@
 // Pool: the node pool of one allocation.
 //
 // Nodes arrive from a source as NodeSpecs; the pool decides whether each is a new node
-// or one it already holds (seed 001, "node_insert"):
+// or one it already holds (spec 01 §6):
 //   - names are normalised: an FQDN is cut to its short name, the full name kept as
 //     `rawname` and as an alias; an IP address is never cut (--keep-fqdn keeps all);
 //   - a spec whose name or any alias matches a pooled node's name or alias is that

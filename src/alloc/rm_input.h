@@ -53,7 +53,7 @@ class SlotTally {
   bool empty() const { return nodes_.empty(); }
 
   // The tallied nodes, each with slots_given = true: a scheduler's count is
-  // authoritative (seed 001: a source that forgets the flag hands the job its nodes'
+  // authoritative (spec 01 §4: a source that forgets the flag hands the job its nodes'
   // core counts instead of its allocation).
   std::vector<NodeSpec> take() &&;
 

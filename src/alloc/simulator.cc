@@ -1,7 +1,7 @@
-// The simulator (seed 001's ras/simulator): --simulate "3x4,2x8" fabricates an
-// allocation of 3 nodes with 4 slots, then 2 with 8, so that placement and display can
-// be exercised at any scale on a laptop. It outranks every other source, because asking
-// for it is asking to ignore whatever allocation is really there.
+// The simulator (spec 01 §2.6): --simulate "3x4,2x8" fabricates an allocation of 3
+// nodes with 4 slots, then 2 with 8, so that placement and display can be exercised at
+// any scale on a laptop. It outranks every other source, because asking for it is
+// asking to ignore whatever allocation is really there.
 //
 // Nodes are named sim1..simN, zero-padded to the width of N ("sim01".."sim12") so that
 // they sort, compress and display in allocation order. Their slots are given: the

@@ -7,7 +7,7 @@
 //   - a Found: the allocation, which this source now owns;
 //   - an Error: its environment is present but wrong. Discovery stops there: a
 //     half-read allocation is never replaced by a guess (spec 01 §1).
-// discover.h asks them in priority order (seed 001): simulator > PBS = Grid Engine =
+// discover.h asks them in priority order (spec 01 §1): simulator > PBS = Grid Engine =
 // Flux > LSF > Slurm > hosts.
 #pragma once
 

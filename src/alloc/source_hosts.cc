@@ -1,4 +1,4 @@
-// The hosts source: the catch-all at the lowest priority (seed 001's ras/hosts). With no
+// The hosts source: the catch-all at the lowest priority (spec 01 §1). With no
 // resource manager, the allocation is, in order:
 //   1. --hostfile FILE (with --host beside it, the lead's filter narrows it: discover.cc);
 //   2. the --host lists;
@@ -161,8 +161,8 @@ SourceResult discover_hosts(const Input& in) {
     if (!hf.nodes.empty()) return found(std::move(hf.nodes));
   }
 
-  // The local host, sized by its cores; the count is a guess, never given (seed 001:
-  // "nobody sets it on the bare local-host fallback").
+  // The local host, sized by its cores; the count is a guess, never given (spec 01 §4),
+  // so a later layer may re-size it and nothing mistakes it for the user's count.
   NodeSpec local;
   local.name = in.local.hostname.empty() ? std::string("localhost") : in.local.hostname;
   local.slots = std::max<int64_t>(1, in.local.usable_cores);

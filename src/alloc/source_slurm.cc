@@ -24,7 +24,7 @@ Result<std::optional<std::pair<std::string, std::string>>> first_of(
 }  // namespace
 
 SourceResult discover_slurm(const Input& in) {
-  // A Slurm job id is what makes this allocation Slurm's (seed 001): a stray
+  // A Slurm job id is what makes this allocation Slurm's (spec 01 §1): a stray
   // SLURM_NODELIST without one (e.g. left exported by a login script) is not a job.
   BERTH_TRY(auto job, first_of(in.env, {"SLURM_JOB_ID", "SLURM_JOBID"}));
   if (!job) return std::optional<Found>();

@@ -55,8 +55,8 @@ struct Context {
   std::string launcher_reason;  // why this launcher kind
 
   // The memory a job may use per node, and where the figure came from: the machine
-  // description's when it ships one (seed 003: the kernel's MemTotal is not the
-  // answer), else what this node reports.
+  // description's when it ships one (the kernel's MemTotal is the hardware total, not
+  // what a job may use), else what this node reports.
   std::optional<int64_t> memory_per_node_mb() const;
   std::string memory_provenance() const;
   // The pool's view of the allocation: every up node with this node's usable cores

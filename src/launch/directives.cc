@@ -153,17 +153,17 @@ Result<EnvDirective> parse_export(std::string_view arg) {
 
 Result<void> apply_directives(const std::vector<EnvDirective>& directives, const Env& parent,
                               Env& env) {
-  // Strictly front to back, each seeing the result of the last (seed 002: order is the
-  // contract). Every lookup is of a whole name in a map, never a textual prefix match
-  // on "NAME=VALUE" strings, so PATH can never edit PATHEXT; only an explicit PREFIX*
-  // reaches past the name.
+  // Strictly front to back, each seeing the result of the last (spec 03 §3: order is
+  // the contract). Every lookup is of a whole name in a map, never a textual prefix
+  // match on "NAME=VALUE" strings, so PATH can never edit PATHEXT; only an explicit
+  // PREFIX* reaches past the name.
   for (const EnvDirective& d : directives) {
     switch (d.kind) {
       case EnvDirective::kSet:
         env.set(d.name, d.value);
         break;
       case EnvDirective::kAdd:
-        // ADD is not SET (seed 002): a variable that is present keeps its value, even
+        // ADD is not SET (spec 03 §3): a variable that is present keeps its value, even
         // an empty one — "unless it already has a value" means "unless it is set".
         if (!env.has(d.name)) env.set(d.name, d.value);
         break;

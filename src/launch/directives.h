@@ -11,7 +11,7 @@
 //   -x PREFIX*               export every variable of berth's that starts with PREFIX
 //
 // Directives apply in the order given, job-wide ones first and then each app's, so an
-// app's directive wins over the job's. Order is the contract (seed 002): `--prepend-env
+// app's directive wins over the job's. Order is the contract (spec 03 §3): `--prepend-env
 // FOO[:] x --set-env FOO=1` leaves FOO=1, the reverse leaves FOO=x:1. A variable is
 // matched by its whole name — a directive on PATH never touches PATHEXT.
 #pragma once

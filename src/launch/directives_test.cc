@@ -201,7 +201,7 @@ void run_apply_cases(const std::vector<ApplyCase>& cases, const Env& parent) {
 }
 
 TEST(Directives, SetReplacesAddOnlyFillsTheUnset) {
-  // Seed 002: ADD is not SET. Two implementations that differ only in "overwrite"
+  // Spec 03 §3: ADD is not SET. Two implementations that differ only in "overwrite"
   // look identical; these cases are the difference.
   run_apply_cases(
       {
@@ -273,9 +273,9 @@ TEST(Directives, UnsetWithAndWithoutPrefix) {
 }
 
 TEST(Directives, PathNeverEditsPathext) {
-  // Seed 002: "match up to and including the =". A textual prefix match on "PATH"
-  // also hits "PATHEXT=..."; every directive on PATH must leave PATHEXT alone, and
-  // only an explicit PATH* reaches it.
+  // Spec 03 §3: a name matches whole, up to and including the '='. A textual prefix
+  // match on "PATH" also hits "PATHEXT=..."; every directive on PATH must leave PATHEXT
+  // alone, and only an explicit PATH* reaches it.
   const std::vector<std::pair<std::string, std::string>> start = {{"PATH", "/usr/bin"},
                                                                   {"PATHEXT", ".COM;.EXE"}};
   const std::vector<std::pair<std::string, std::string>> only_ext = {{"PATHEXT", ".COM"}};
@@ -364,7 +364,7 @@ TEST(Directives, ExportOfAVariableUnsetInTheParentFailsNamingIt) {
 }
 
 TEST(Directives, AppTrumpsJob) {
-  // Seed 002: the job's directives apply first, then the app's, so an app's wins.
+  // Spec 03 §3: the job's directives apply first, then the app's, so an app's wins.
   auto job = parse_flags({"--set-env", "MODE=job", "--prepend-env", "P[:]", "jobdir", "--add-env",
                           "LEVEL=job", "--unset-env", "APPONLY"});
   auto app = parse_flags({"--set-env", "MODE=app", "--prepend-env", "P[:]", "appdir", "--add-env",

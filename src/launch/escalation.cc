@@ -20,7 +20,7 @@ std::vector<EscalationStep> escalation_table(std::chrono::milliseconds grace) {
 }
 
 bool signal_group(int pgid, int sig) {
-  // Seed 002: never hand a pid <= 0 to kill. kill(0) and kill(-0) signal the caller's
+  // Spec 03 §6: never hand a pid <= 0 to kill. kill(0) and kill(-0) signal the caller's
   // own group (berth itself, its other ranks and the shell's job), and kill(-1) every
   // process the user may signal. A rank's pgid is 0 before its fork and after it is
   // reaped, so such values do arrive here in ordinary runs; this is the last layer

@@ -25,8 +25,8 @@ std::string errno_text(int err) { return std::generic_category().message(err); }
 // What the parent can see of the file the child tried to exec. The child can only
 // report an errno, and one errno covers several different mistakes (ENOENT: no such
 // file, or a missing interpreter; EACCES: a directory, or no x bit), so the parent
-// looks at the file to tell the user which one it was (seed 002: the stat-based "it is
-// a directory" case).
+// looks at the file to tell the user which one it was: "is a directory", "is not
+// executable" and "bad interpreter" are told apart only this way (spec 03 §4).
 struct FileFacts {
   bool exists = false;
   bool directory = false;
@@ -92,7 +92,7 @@ std::string render_exec(int err, const FailureContext& c, const std::string& pat
 
   if (err == ENOENT) {
     if (target.empty()) {
-      // Seed 002: the search is on the child's PATH, which is the one to show.
+      // Spec 03 §1: the search is on the child's PATH, which is the one to show.
       return fmt::format("executable {} not found on the child's PATH ({})", exe,
                          path_env.empty() ? "PATH is empty" : shown(path_env));
     }

@@ -42,7 +42,7 @@ ExitStatus decode_wait_status(int status) {
   ExitStatus s;
   if (WIFEXITED(status)) {
     s.kind = ExitStatus::kExited;
-    s.code = WEXITSTATUS(status);  // as is: 3 stays 3 (seed 002)
+    s.code = WEXITSTATUS(status);  // as is: 3 stays 3 (spec 03 §5)
   } else if (WIFSIGNALED(status)) {
     s.kind = ExitStatus::kSignaled;
     s.signal = WTERMSIG(status);

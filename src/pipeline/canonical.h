@@ -1,6 +1,6 @@
 // Canonical forms of a step's output: what an output *means*, as bytes, so that a
 // downstream step key is built on meaning rather than on incidental bytes (early
-// cutoff; spec 04, seed 004 D4). Two outputs with equal canonical bytes are the same
+// cutoff; spec 04 §4, §5.2). Two outputs with equal canonical bytes are the same
 // result: the step that consumes them is not rerun, and two workers that computed one
 // key agree even when their bytes differ.
 //

@@ -30,8 +30,8 @@ std::vector<std::string> names(const Graph& g) {
   return out;
 }
 
-TEST(Graph, ExpandsTheIssueExample) {
-  auto g = expand_text(testdata::kIssueExample,
+TEST(Graph, ExpandsTheSpecExample) {
+  auto g = expand_text(testdata::kSpecExample,
                        only({"w/data/a.txt", "w/data/b.txt", "w/data/c.txt"}), "w/example.toml");
   ASSERT_TRUE(g.ok()) << g.error().message();
   EXPECT_EQ(g->name, "example");
@@ -213,8 +213,8 @@ TEST(Graph, RejectsBadPipelinesNamingStepAndProblem) {
 }
 
 TEST(Graph, MissingInputFileIsNamedWithStepInputAndPath) {
-  auto g = expand_text(testdata::kIssueExample, only({"w/data/a.txt", "w/data/c.txt"}),
-                       "w/example.toml");
+  auto g =
+      expand_text(testdata::kSpecExample, only({"w/data/a.txt", "w/data/c.txt"}), "w/example.toml");
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().code(), Errc::kNotFound);
   EXPECT_EQ(g.error().message(),

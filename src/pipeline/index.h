@@ -1,5 +1,5 @@
 // Index: what this machine already knows, so that a no-op rerun stats instead of
-// rehashing (issue 5).
+// rehashing (spec 04 §7).
 //
 // The index is a local SQLite database under the cache directory with three maps: a
 // file's path and stat stamp -> the hash of its bytes, a step key -> the bytes of its
@@ -9,7 +9,7 @@
 // that fails (disk full, read-only, locked too long) is counted and otherwise ignored,
 // so the index can make a run faster but never make it fail.
 //
-// One file per cache directory, and a cache directory per worker (issue 6): SQLite's
+// One file per cache directory, and a cache directory per worker (spec 06 §5): SQLite's
 // locking is not safe on network filesystems, so never point two machines at one file.
 // Several processes on one machine may share a file (WAL mode; writers wait up to
 // busy_timeout_ms for each other).

@@ -205,7 +205,7 @@ Result<Leases::Claim> Leases::acquire(std::string_view step_key) {
     std::string address = lease_address(step_key, g);
     BERTH_TRY(store::RowPut put, shared_.put_row(address, bytes));
     (void)put;  // deliberately unused: a server ignoring If-None-Match says "created"
-                // to every writer, so only the read-back can tell who won (seed 004)
+                // to every writer, so only the read-back can tell who won (spec 06 §3)
     BERTH_TRY(std::optional<std::string> back, shared_.get_row(address));
     if (!back) continue;  // not read-after-write consistent: try a fresh slot
     if (*back == bytes) {

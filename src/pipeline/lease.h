@@ -2,9 +2,10 @@
 // divide a pipeline instead of each computing all of it.
 //
 // Correctness needs no lock: keys, write-once objects and write-once rows make two
-// computations of one key agree (seed 004). A lease only saves CPU, and the engine
-// is correct with leases racing, mis-tuned or absent. So every failure mode here
-// degrades to duplicated work, never to a stall or a wrong answer.
+// computations of one key agree (the first row published wins and every other worker
+// adopts it: spec 06 §6). A lease only saves CPU, and the engine is correct with
+// leases racing, mis-tuned or absent. So every failure mode here degrades to
+// duplicated work, never to a stall or a wrong answer.
 //
 // A lease is a row at lease_address(<step key>, <generation>) — rows are write-once
 // and can never be deleted or rewritten, so successive claims on one key take
@@ -20,8 +21,8 @@
 // Exhausting kMaxGenerations leaves the key free to everyone, lock-free.
 //
 // Every lease read and write goes to the store every worker sees: pass
-// TieredStore::shared(), never a tiered or local store (seed 004's third bug: a
-// lease served from a local tier sees only this worker's own claims).
+// TieredStore::shared(), never a tiered or local store (spec 05 §7: a lease served
+// from a local tier sees only this worker's own claims).
 #pragma once
 
 #include <chrono>

@@ -580,7 +580,7 @@ TEST_F(LeaseTest, EightWorkersAtOnceLeaveExactlyOneHolder) {
   }
 }
 
-// ---- The tiers (seed 004's third bug) ------------------------------------------------
+// ---- The tiers: leases only through the shared store (spec 05 §7) ------------------
 
 TEST_F(LeaseTest, ALeaseThroughTheSharedTierIsSeenByAnotherMachine) {
   auto shared = std::make_unique<store::MemoryStore>();

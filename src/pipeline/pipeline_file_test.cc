@@ -7,8 +7,8 @@
 namespace berth::pipeline {
 namespace {
 
-TEST(PipelineFile, ParsesTheIssueExample) {
-  auto r = parse_pipeline(testdata::kIssueExample, "work/example.toml");
+TEST(PipelineFile, ParsesTheSpecExample) {
+  auto r = parse_pipeline(testdata::kSpecExample, "work/example.toml");
   ASSERT_TRUE(r.ok()) << r.error().message();
   const PipelineFile& pf = *r;
   EXPECT_EQ(pf.name, "example");

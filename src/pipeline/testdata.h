@@ -3,8 +3,9 @@
 
 namespace berth::pipeline::testdata {
 
-// The example from issue 5, verbatim: it must always parse and expand.
-inline constexpr const char* kIssueExample = R"toml([pipeline]
+// The example pipeline of spec 04 §1, with a comment on every key: it must always parse
+// and expand.
+inline constexpr const char* kSpecExample = R"toml([pipeline]
 name = "example"
 
 [tools.sort]                      # a tool whose version enters the key of every step using it

@@ -192,7 +192,7 @@ Result<CacheLock> CacheLock::acquire(const std::string& dir, std::string_view wo
                                      std::string_view host, const Clock& clock) {
   std::string path = dir + "/" + std::string(kLockFileName);
   // O_EXCL decides between any number of processes in one system call; flock would
-  // be unreliable on exactly the network filesystems this guards (seed 004).
+  // be unreliable on exactly the network filesystems this guards (spec 06 §5).
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     int err = errno;

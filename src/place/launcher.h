@@ -1,9 +1,9 @@
 // Launcher: which launcher is actually present, and what it can enforce (spec 02 §3).
 //
-// Seed 003: "the mechanism must be determined at run time, from the launcher actually
-// present, not from configuration. The same machine can be upgraded across the 20.11
-// boundary without its configuration changing, and a stale assumption there fails in
-// the worst way: the command is accepted and the placement silently does nothing."
+// The mechanism is determined at run time, from the launcher actually present, never
+// from configuration: a machine can be upgraded across the Slurm 20.11 boundary without
+// its configuration changing, and a stale assumption there fails in the worst way — the
+// command is accepted and the placement silently does nothing.
 // So the kind comes from the machine (or --launcher), but the version comes from
 // running `srun --version` / `mpiexec --version`, once per process. An unreadable
 // version is kept as unknown, and a placement on an unknown version is refused.
@@ -29,7 +29,7 @@ struct Version {
 // Slurm release where a step started reserving what it asks for (--exact), and where
 // a step's --mem was measured to be enforced. Two constants, though equal today: the
 // memory boundary is a proxy (enforcement comes from a site's cgroup configuration),
-// and seed 003 keeps it apart so it can move on its own.
+// and is kept apart so it can move on its own.
 inline constexpr Version kSlurmStepIsolation{20, 11};
 inline constexpr Version kSlurmMemoryEnforced{20, 11};
 

@@ -1,14 +1,14 @@
-// Placement: where one launch goes (seed 003; spec 02 §1).
+// Placement: where one launch goes (spec 02 §1).
 //
 // A placement names the nodes a launch may use, one core set per node (aligned with
 // `nodes`; core numbers are node-local, so the same numbers on two nodes is the
 // ordinary case), and a GPU total for the whole launch. GPUs are a per-launch total,
 // not a count per task, because only a total confines a launch (measured on both GPU
-// machines in seed 003); the total defaults to none, and none is rendered as an
-// explicit request for no GPUs, because an unstated GPU requirement is read by Slurm
-// as a claim on every GPU of the node. Where nothing assigns GPUs (PALS, the local
-// node), the caller's chosen device ids travel with the placement, since only the
-// caller sees every launch running at once.
+// machines placement was validated on); the total defaults to none, and none is
+// rendered as an explicit request for no GPUs, because an unstated GPU requirement is
+// read by Slurm as a claim on every GPU of the node. Where nothing assigns GPUs (PALS,
+// the local node), the caller's chosen device ids travel with the placement, since
+// only the caller sees every launch running at once.
 //
 // Memory is deliberately not here: a memory figure renders into an option that is
 // inert on one Slurm and a kill switch on another. A cap is a separate argument
@@ -37,7 +37,8 @@ struct Placement {
   Result<void> validate() const;
 };
 
-// A per-node memory cap in MB, stated on purpose and only then (seed 003).
+// A per-node memory cap in MB, stated on purpose and only then: rendered by default, it
+// would be inert on one Slurm and a kill switch on another.
 using MemoryCap = std::optional<int64_t>;
 
 // How tasks land on a placement's nodes when they fill each node in turn (Slurm

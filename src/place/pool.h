@@ -10,7 +10,7 @@
 // oversubscribed silently. A failed grant leaves the pool exactly as it was, and
 // releasing a grant twice (or one the pool never made) is harmless.
 //
-// Named reservations (seed 001): reserve() withholds a placement from general
+// Named reservations (spec 02 §4): reserve() withholds a placement from general
 // requests under a name; grants that name the reservation draw only from it, and
 // every other grant only from what is not reserved. unreserve() gives it back once
 // no grant from it is held.

@@ -80,9 +80,8 @@ KeptBinding kept_binding(const topo::Binding& b, const Launcher& l, bool placed,
                                     b.gpu_bind));
     } else if (placed && (b.gpu_bind == "none" || names_resources(b.gpu_bind))) {
       drop("gpu_bind", b.gpu_bind,
-           b.gpu_bind == "none"
-               ? "kept beside a placement it left concurrent launches with no GPU (seed 003)"
-               : "it names GPUs, which the placement decides");
+           b.gpu_bind == "none" ? "kept beside a placement it left concurrent launches with no GPU"
+                                : "it names GPUs, which the placement decides");
     } else {
       add("--gpu-bind", b.gpu_bind);
     }

@@ -2,7 +2,7 @@
 //
 // Each renderer is a pure function of (machine, launcher, placement, tasks, cpus per
 // task, memory cap, command) to an argv and an environment, with a report of what
-// will be enforced. The cases are seed 003's, each established by measurement:
+// will be enforced. Each case was established by measurement:
 //
 //   Slurm >= 20.11  exactly the resources needed (--exact), the nodes named, the GPU
 //                   total (--gpus=0 for none: an unstated GPU requirement is a claim on
@@ -21,7 +21,7 @@
 // Without a placement every renderer produces exactly the command it would produce
 // had placement never existed. A machine's own binding options are kept only where
 // they do not contradict a placement: values that name resources (lists, masks, maps)
-// are dropped, and so is a gpu_bind of none (seed 003: kept beside a placement it
+// are dropped, and so is a gpu_bind of none (measured: kept beside a placement it
 // gave 3 of 4 launches on Perlmutter GPU no GPU at all, and they exited 0).
 #pragma once
 

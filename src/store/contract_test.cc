@@ -210,7 +210,8 @@ TEST_P(Contract, MissingRowIsNulloptAndBadAddressIsRefused) {
 }
 
 TEST_P(Contract, RowFormatVersionsNeverCompete) {
-  // Seed 004's first bug: a v1 row must not occupy the slot a v2 row needs.
+  // A v1 row must not occupy the slot a v2 row needs, or no v2 row could ever be
+  // published for that key (spec 05 §3).
   ASSERT_TRUE(store_->put_row(row_address("steps", "k", 1), "v1 row")->created);
   auto v2 = store_->put_row(row_address("steps", "k", 2), "v2 row");
   ASSERT_TRUE(v2.ok());

@@ -10,11 +10,11 @@
 //     so the caller recomputes and says so rather than using it (spec 05 §5).
 //   - Rows: small records at an address that names the question they answer, e.g. a
 //     step key, "rows/v1/steps/<key>" (spec 05 §3). The address carries the row format
-//     version, so a new format never competes with an old one for the same slot (seed
-//     004: an unversioned address makes a key permanently unpublishable after the
-//     first format bump). Rows are write-once with exactly one winner among any number
+//     version, so a new format never competes with an old one for the same slot (an
+//     unversioned address makes a key permanently unpublishable after the first
+//     format bump). Rows are write-once with exactly one winner among any number
 //     of concurrent writers; a losing writer is handed the winner's bytes, which is
-//     how leases and divergence detection (issue 6) learn who won without a second
+//     how leases and divergence detection (spec 06) learn who won without a second
 //     read (spec 05 §4).
 //
 // Backends: FileStore (file://, safe for N processes), MemoryStore (unit tests), and

@@ -425,7 +425,7 @@ Result<Published> publish(const std::string& tmp, const std::string& final, bool
     drop_tmp();
     return os_error(final, "rename into place", err);
   }
-  // Last resort, with the window the seed describes: two writers can both see the slot
+  // Last resort, with the window spec 05 §4 describes: two writers can both see the slot
   // empty and the second replaces the first.
   struct stat st {};
   if (::lstat(final.c_str(), &st) == 0) {

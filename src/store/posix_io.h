@@ -108,7 +108,7 @@ enum class Published { kCreated, kExisted };
 //   2. where hard links are unsupported (EPERM, EXDEV, ENOTSUP, EMLINK) or
 //      `use_link` is false: renameat2(RENAME_NOREPLACE), equally atomic.
 //   3. where that flag is unsupported too (EINVAL, ENOSYS): check, then rename —
-//      racy, a later writer can replace an earlier one (seed 004: costs duplicated
+//      racy, a later writer can replace an earlier one (spec 05 §4: costs duplicated
 //      work for leases, nothing for objects).
 // `tmp` is gone afterwards whatever the outcome.
 Result<Published> publish(const std::string& tmp, const std::string& final, bool use_link);

@@ -552,7 +552,7 @@ Result<S3Store::Put> S3Store::put_key(const std::string& key, S3Request request,
   if (is_2xx(r.status)) return Put::kCreated;
   if (conditional && r.status == 412) return Put::kExisted;  // another writer was first
   if (conditional && r.status == 501) {
-    // Refused the condition, not the write (seed 004): send it as an ordinary PUT.
+    // Refused the condition, not the write (spec 05 §8): send it as an ordinary PUT.
     request.headers.pop_back();
     BERTH_TRY(r, client_.send(request));
     if (is_2xx(r.status)) return Put::kCreated;

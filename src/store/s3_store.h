@@ -18,7 +18,7 @@
 // When not honoured, put_row reads before it writes and reads back after, so the
 // last writer is told it won and an earlier one is handed the row that replaced its
 // own; two workers may then both believe for a moment that they published, which
-// costs duplicated work and never a wrong result (seed 004). notices() says so.
+// costs duplicated work and never a wrong result (spec 06 §3). notices() says so.
 //
 // On such a server a read is also checked against the write it may overlap: a row
 // whose bytes do not match its MD5 ETag, or an object whose bytes do not match its

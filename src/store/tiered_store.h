@@ -1,4 +1,4 @@
-// TieredStore: a local object cache in front of a shared store (seed 004; spec 05 §7).
+// TieredStore: a local object cache in front of a shared store (spec 05 §7).
 //
 // Objects may be cached anywhere, because a name fixes its contents: reads go to the
 // local tier first and then to the shared one (a shared hit is copied into the local
@@ -10,9 +10,9 @@
 // operation goes to the shared tier only, always. A lease or a steps-row read-back
 // served from a local tier would see only this worker's own writes — every key looks
 // free, every race looks won — and the run would stay correct while distribution and
-// divergence detection were silently absent (seed 004's third bug). Code that must
-// talk to the other workers (leases, read-backs) should use shared() explicitly, so
-// that the rule is visible at the call.
+// divergence detection were silently absent, which only a test would catch. Code
+// that must talk to the other workers (leases, read-backs) should use shared()
+// explicitly, so that the rule is visible at the call.
 #pragma once
 
 #include <memory>

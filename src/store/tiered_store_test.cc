@@ -63,8 +63,8 @@ TEST(TieredStore, CorruptEverywhereIsCorrupt) {
 }
 
 TEST(TieredStore, RowsNeverTouchTheLocalTier) {
-  // Seed 004's third bug: a lease written through the local tier is invisible to
-  // every other worker.
+  // Spec 05 §7: a lease written through the local tier is invisible to every other
+  // worker, so distribution and divergence detection would be silently absent.
   auto t = make();
   std::string addr = row_address("leases", "k/0");
   ASSERT_TRUE(t.store->put_row(addr, "worker a")->created);

@@ -1,6 +1,6 @@
 // Every shipped machine description: that it loads, that the compiled-in copies are
 // the source tree's, that each figure and its provenance is there, and that the
-// figures are machines.md's.
+// figures are the ones established for each machine.
 #include "topo/catalog.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +17,8 @@ namespace {
 
 using testing::FakeTree;
 
-// machines.md, "Per machine", verbatim: the figures and the memory provenance.
+// Each machine's established figures and memory provenance, verbatim: a change to a
+// shipped description must change this table too.
 struct Expected {
   const char* name;
   SchedulerKind scheduler;
@@ -77,7 +78,7 @@ TEST(Catalog, BuiltInIsTheSourceTreesFiles) {
   EXPECT_EQ(compiled, on_disk) << "rebuild: the embedded copies are stale";
 }
 
-TEST(Catalog, ShipsEveryMachineOfMachinesMdAndGeneric) {
+TEST(Catalog, ShipsEveryKnownMachineAndGeneric) {
   Catalog c = built_in();
   std::vector<std::string> want = {"generic"};
   for (const Expected& e : kExpected) want.push_back(e.name);
@@ -85,7 +86,7 @@ TEST(Catalog, ShipsEveryMachineOfMachinesMdAndGeneric) {
   EXPECT_EQ(c.names(), want);
 }
 
-TEST(Catalog, EveryFigureIsMachinesMdsWithItsProvenance) {
+TEST(Catalog, EveryFigureIsTheEstablishedOneWithItsProvenance) {
   Catalog c = built_in();
   for (const Expected& e : kExpected) {
     const MachineDescription* m = c.find(e.name);
@@ -105,7 +106,7 @@ TEST(Catalog, EveryFigureIsMachinesMdsWithItsProvenance) {
 TEST(Catalog, NoShippedFigureLacksItsProvenance) {
   // parse_machine() already refuses a figure without one; this states the rule for
   // every shipped file, so that a description added without it fails here, in CI,
-  // rather than on the machine (seed 003).
+  // rather than on the machine, where a figure nobody can trace cannot be corrected.
   Catalog c = built_in();
   for (const MachineDescription& m : c.machines()) {
     for (const Figure* f :
@@ -129,7 +130,7 @@ TEST(Catalog, NoShippedFigureLacksItsProvenance) {
   }
 }
 
-TEST(Catalog, MachineSpecificsOfMachinesMd) {
+TEST(Catalog, MachineSpecifics) {
   Catalog c = built_in();
   const MachineDescription& aurora = *c.find("aurora");
   EXPECT_EQ(aurora.cpus_per_task_flag, "--depth");

@@ -75,7 +75,8 @@ CoreSelection select_cores(const CpuReading& reading, std::optional<int> configu
   } else {
     const size_t want = static_cast<size_t>(*configured);
     if (have >= want) {
-      // More than configured is a deliberate cap (seed 003), so not reported.
+      // More than configured is a deliberate cap (a login node, a generic single node),
+      // not a description of the hardware, so not reported.
       cores.resize(want);
       s.usable_core_ids = std::move(cores);
     } else if (2 * have >= want) {
@@ -85,8 +86,8 @@ CoreSelection select_cores(const CpuReading& reading, std::optional<int> configu
           have, encode_cpulist(cores), want));
       s.usable_core_ids = std::move(cores);
     } else {
-      // Seed 003: "a reading that leaves fewer than half the configured cores is not
-      // believed": the process may have been started bound to a corner of the node.
+      // A reading that leaves fewer than half the configured cores is not believed:
+      // the process may have been started bound to a corner of the node.
       std::string why = fmt::format(
           "this process may use only {} physical cores ({}), fewer than half of the {} "
           "configured: not believed, since the process may have been started bound to a "

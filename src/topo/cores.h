@@ -1,8 +1,8 @@
 // Usable core ids: which CPU ids a placement may name, one per physical core.
 //
 // A placement's cores are explicit ids because the usable set may not be contiguous
-// and may not start at zero (seed 003). Numbering from zero is wrong on two of the
-// three machines it was validated on: Aurora holds back cores 0 and 52, and PALS
+// and may not start at zero. Numbering from zero is wrong on two of the three
+// machines it was validated on: Aurora holds back cores 0 and 52, and PALS
 // refused forty of 115 steps placed on core 0 (job 8828650); Frontier's ids skip every
 // eighth. Only the kernel's own affinity and sibling lists give the right ids, so
 // they are read, never assumed from the numbering — a machine that interleaved

@@ -1,5 +1,5 @@
-// Usable core ids on fake sysfs trees of the machines seed 003 was validated on
-// (machines.md, "Core numbering"), and the policy's edge cases from tables.
+// Usable core ids on fake sysfs trees of the machines the policy was validated on, as
+// their kernels number the cores, and the policy's edge cases from tables.
 #include "topo/cores.h"
 
 #include <gtest/gtest.h>
@@ -41,7 +41,7 @@ std::string frontier_affinity() {
   return encode_cpulist(a);
 }
 
-TEST(UsableCores, MachinesOfSeed003) {
+TEST(UsableCores, KernelIdsOnMeasuredMachines) {
   const MachineCase cases[] = {
       {"Perlmutter CPU", 256, 128, "0-255", 128, "0-127"},
       // 0 and 52 are held back; PALS refuses a launch placed on 0.

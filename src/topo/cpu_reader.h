@@ -29,8 +29,8 @@ struct CpuReading {
   std::vector<int> online;
   // For a thread id, the ascending ids that share its physical core, itself
   // included. A thread without an entry had no topology files: it reads as a core of
-  // its own (seed 003: "a node without the topology files reads as having no
-  // siblings, which is the behavior before this existed, stated").
+  // its own, so a node without them reads as having no siblings — how every node was
+  // read before sibling lists were.
   std::map<int, std::vector<int>> siblings;
   // Where the reading came from, for provenance ("hwloc 2.9.0",
   // "/sys/devices/system/cpu under /tmp/x, affinity from --affinity").

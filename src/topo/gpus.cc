@@ -223,11 +223,11 @@ Result<void> apply_env(const Env& env, const NodeGpus& node, Gpus& out) {
       BERTH_TRY(auto v, get("ZE_AFFINITY_MASK"));
       if (!v) return Ok{};
       if (str::trim(*v).empty()) {
-        // Seed 003, still open: whether Level Zero reads an empty mask as "no devices"
-        // or as "no mask" (every tile) is unmeasured. Neither is assumed.
+        // Still open: whether Level Zero reads an empty mask as "no devices" or as "no
+        // mask" (every tile) is unmeasured. Neither is assumed.
         out.diagnostics.push_back(
             "ZE_AFFINITY_MASK is set but empty; whether Level Zero reads that as no devices "
-            "or as every device is not known (seed 003), so it is ignored here");
+            "or as every device has not been measured, so it is ignored here");
         return Ok{};
       }
       BERTH_TRY(auto mask, parse_visible_devices(*v, "ZE_AFFINITY_MASK", &out.diagnostics));

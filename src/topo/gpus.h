@@ -14,8 +14,8 @@
 // A visibility variable already set in the environment (CUDA_VISIBLE_DEVICES,
 // ROCR_VISIBLE_DEVICES then HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK) defines which of
 // them this process may use: a scheduler that assigned GPUs to the job said so there.
-// Note that such a variable is renumbered per launch on CUDA machines (seed 003:
-// four launches on four GPUs all report device 0), so ids read from inside a launch
+// Note that such a variable is renumbered per launch on CUDA machines (measured: four
+// launches on four GPUs all reported device 0), so ids read from inside a launch
 // are not global; verification must use the scheduler's own identifiers.
 #pragma once
 

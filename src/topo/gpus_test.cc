@@ -150,7 +150,7 @@ TEST(Gpus, VisibilityVariablesAreHonoured) {
        "2.0,2.1",
        "env ZE_AFFINITY_MASK",
        0},
-      // Seed 003's open question: an empty mask is neither assumed none nor all.
+      // Unmeasured, so an empty mask is neither assumed none nor all (gpus.cc).
       {"empty is not assumed",
        {{"ZE_AFFINITY_MASK", ""}},
        "0.0,0.1,1.0,1.1,2.0,2.1,3.0,3.1,4.0,4.1,5.0,5.1",

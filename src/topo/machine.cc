@@ -326,7 +326,8 @@ Result<MachineDescription> read_description(const toml::table& root, const std::
   BERTH_TRY(m.cores_per_node, read_figure(f, "cores_per_node", 1, kMaxCores));
   BERTH_TRY(m.max_tasks_per_node, read_figure(f, "max_tasks_per_node", 1, kMaxTasks));
   BERTH_TRY(m.gpus_per_node, read_figure(f, "gpus_per_node", 0, kMaxGpus));
-  // memory_per_node.standing says how far the figure can be trusted (seed 003).
+  // memory_per_node.standing says how far the figure can be trusted: surveyed,
+  // published, estimate or detected (data/machines/README.md).
   auto standing = [&m](Fields& g) -> Result<void> {
     BERTH_TRY(m.memory_standing, read_enum(g, "standing", kStandings));
     return Ok{};

@@ -4,15 +4,17 @@
 // whose format data/machines/README.md describes). Each says how the machine's nodes
 // are scheduled and launched, what they have (cores, tasks, GPUs, memory) and how
 // its own configuration binds launches — and every figure carries its provenance,
-// because a figure nobody can trace is a figure nobody can correct (seed 003: "each
-// config option carries a comment saying where its figure came from — a survey of
-// the machine, a sample of a node or two, or nothing but the site's documentation").
+// because a figure nobody can trace is a figure nobody can correct: each says whether
+// it rests on a survey of the whole machine, a sample of a node or two, or nothing but
+// the site's documentation.
 // A figure may instead be detected at run time (`detect = true`), which is how
 // `generic` describes a single node.
 //
-// What a description does not say: the launcher's version. Seed 003: "the mechanism
-// must be determined at run time, from the launcher actually present, not from
-// configuration"; `scheduler.version_seen` is a note for readers, never an input.
+// What a description does not say: the launcher's version. The placement mechanism is
+// decided at run time from the launcher actually present, never from configuration
+// (spec 02 §3): a machine upgraded across Slurm 20.11 with a stale description would
+// accept the command and silently place nothing. `scheduler.version_seen` is a note
+// for readers, never an input.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,7 @@ namespace berth::topo {
 
 enum class SchedulerKind { kNone, kSlurm, kPbs };
 enum class LauncherKind { kLocal, kSrun, kPalsMpiexec };
-// How far a memory figure can be trusted (seed 003's three standings, plus detected).
+// How far a memory figure can be trusted: how it was measured, or detected at run time.
 enum class MemoryStanding {
   kSurveyed,   // read off every node of the machine: the smallest any reports
   kPublished,  // the site's published figure, not measured by us
@@ -50,7 +52,7 @@ struct Figure {
 };
 
 // A machine's own binding options, as its configuration gives them. The renderer
-// keeps these only where they do not contradict a placement (seed 003: a gpu_bind of
+// keeps these only where they do not contradict a placement (spec 02 §2: a gpu_bind of
 // "none" gave 3 of 4 concurrent placed launches on Perlmutter GPU no GPU at all).
 struct Binding {
   std::string cpu_bind;      // "cores", "threads", "list:1-8:9-16:..."; "" none given

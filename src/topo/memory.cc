@@ -296,14 +296,14 @@ Result<Memory> read_memory(const std::string& root, const Env& env) {
     return m;
   }
 
-  // 3. The kernel's figure: the hardware total, which seed 003 says is not the answer.
+  // 3. The kernel's figure: the hardware total, which is not what a job may use.
   if (total_kb) {
     m.mb = *total_kb / 1024;
     m.source = MemorySource::kKernel;
     m.provenance = tree::shown(root, "/proc/meminfo") + " MemTotal";
     m.diagnostics.push_back(
-        "MemTotal is what the hardware holds, not what a job may use (seed 003: Aurora's "
-        "reads 1161578 MB against a site figure of 960000); prefer the machine "
+        "MemTotal is what the hardware holds, not what a job may use (Aurora's reads "
+        "1161578 MB against a site figure of 960000); prefer the machine "
         "description's memory_per_node where it has one");
     return m;
   }

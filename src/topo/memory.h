@@ -1,16 +1,16 @@
 // Memory: how much memory (MB) a job on this node may use, and where that came from.
 //
-// Seed 003: "the figure must be the memory a job may actually use, not the hardware
-// total, since the two differ by enough to matter and it is the smaller one a caller
-// must not exceed." So the sources are tried from the most binding to the least:
+// The figure is the memory a job may actually use, not the hardware total: the two
+// differ by enough to matter, and it is the smaller one a caller must not exceed. So
+// the sources are tried from the most binding to the least:
 //   1. the process's cgroup limit (v2 memory.max, or v1 memory.limit_in_bytes), the
 //      smallest along its path to the mount root, since a parent's limit binds its
 //      children; "max" and v1's near-2^63 "unlimited" are no limit, and neither is one
 //      at or above MemTotal;
 //   2. what the scheduler says the job has on the node: Slurm's SLURM_MEM_PER_NODE,
 //      or SLURM_MEM_PER_CPU times SLURM_CPUS_ON_NODE (PBS publishes nothing reliable);
-//   3. the kernel's MemTotal — what the hardware holds, the figure seed 003 warns is
-//      not the answer (Aurora: MemTotal 1161578 MB against a site figure of 960000).
+//   3. the kernel's MemTotal — what the hardware holds, which is not the answer
+//      (Aurora: MemTotal 1161578 MB against a site figure of 960000).
 //      It is reported with that warning, so a caller prefers the machine
 //      description's memory_per_node where there is one.
 // MB is MiB (2^20 bytes), the unit Slurm's --mem and memory_per_node are in; figures

@@ -9,7 +9,7 @@ namespace {
 
 using testing::FakeTree;
 
-// Aurora's kernel figure, which seed 003 says is not the answer: 1161578 MB.
+// Aurora's kernel figure, the hardware total rather than what a job may use: 1161578 MB.
 constexpr const char* kAuroraMeminfo = "MemTotal:       1189455872 kB\nMemFree: 1 kB\n";
 
 constexpr const char* kMountinfoV2 =

@@ -1,8 +1,8 @@
 // String helpers shared by every parser in berth.
 //
 // All functions are pure and locale-independent: the ctype-style predicates here take
-// a char and never index a table with a negative value (seed 001: every ctype call on
-// a plain char with the high bit set is undefined behaviour).
+// a char and never index a table with a negative value (every ctype call on a plain
+// char with the high bit set is undefined behaviour).
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 //   - a parse success describes exactly its argument (re-rendering it gives the input
 //     back) with a valid name and no NUL byte in a value or separator;
 //   - each directive, applied alone, does what its flag says to its variable and
-//     touches no other variable — PATH never edits PATHEXT (seed 002) — except that
+//     touches no other variable — PATH never edits PATHEXT (spec 03 §3) — except that
 //     PREFIX* reaches exactly the variables starting with PREFIX;
 //   - only `-x N` with N unset in the parent fails, as kNotFound naming it, and a
 //     failed directive changes nothing;
