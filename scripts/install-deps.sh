@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# install-deps.sh - install everything berth builds and tests with, from Debian 12's
-# packages. Idempotent: skips apt entirely when every package is already installed.
+# install-deps.sh - install everything berth builds, tests and benchmarks with, from
+# Debian 12's packages (and s3rver from the npm registry, which the S3 tests serve
+# through scripts/services). Idempotent: skips apt entirely when every package is
+# already installed. Needs root or sudo for apt.
 set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 PKGS=(
   # toolchain
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config git
   # libraries berth links
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libhwloc-dev
-  libssl-dev libsqlite3-dev libcurl4-openssl-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev python3 libxml2-utils hwloc slurm-client
-  # the S3 servers the s3:// store is tested against (scripts/services.sh)
-  swift-proxy swift-account swift-container swift-object curl
+  libssl-dev libsqlite3-dev libcurl4-openssl-dev libpmix-dev
+  # the Python module and its tests
+  python3 python3-dev pybind11-dev python3-pytest
+  # tests and benchmarks: GoogleTest, Google Benchmark, the tools e2e tests drive
+  libgtest-dev libgmock-dev libbenchmark-dev libxml2-utils hwloc procps man-db
+  ca-certificates curl chromium ninja-build make
+  # MPI programs compiled and run at test time, and the launchers berth is compared with
+  openmpi-bin libopenmpi-dev mpich libmpich-dev
+  # the services the tests use (scripts/services): Slurm, Grid Engine, Swift's S3 API
+  munge slurmctld slurmd slurm-client
+  gridengine-master gridengine-exec gridengine-client
+  swift-proxy swift-account swift-container swift-object
 )
 
 missing=()
@@ -27,13 +37,21 @@ done
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
 fi
-if ((${#missing[@]} == 0)); then
-  exit 0
-fi
 
 SUDO=
 if [[ $(id -u) != 0 ]]; then SUDO=sudo; fi
-echo "[install-deps] installing: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if ((${#missing[@]})); then
+  echo "[install-deps] installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # Grid Engine's packages ask for a cell and a master host: answer before they ask.
+  host=$(hostname -s 2>/dev/null || cat /proc/sys/kernel/hostname)
+  for p in gridengine-common gridengine-master gridengine-exec gridengine-client; do
+    printf '%s shared/gridengineconfig boolean true\n%s shared/gridenginecell string default\n%s shared/gridenginemaster string %s\n' \
+      "$p" "$p" "$p" "$host"
+  done | $SUDO debconf-set-selections
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# s3rver, pinned, into the folder scripts/services/s3.sh serves it from.
+"$ROOT/scripts/services/s3.sh" install

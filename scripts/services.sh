@@ -1,28 +1,38 @@
 #!/usr/bin/env bash
-# services.sh start|stop - the real services berth's tests use: a Slurm cluster of 4
-# emulated nodes, a Grid Engine with a parallel environment, and two S3 servers for the
-# s3:// store (OpenStack Swift's S3 API on 127.0.0.1:8080, which checks SigV4 and
-# refuses conditional PUTs; s3rver on 127.0.0.1:4568, which ignores If-None-Match), all
-# local. The scripts that start them live in shared/services (beside the repository,
-# or where BERTH_SHARED says).
+# services.sh start|stop|status - the real services berth's tests use, all local, all
+# started by the scripts in scripts/services (see its README.md):
+#   slurm  a Slurm cluster of 4 emulated nodes n1..n4, 2 CPUs each
+#          (SLURM_CONF=/tmp/berth-services/slurm/slurm.conf)
+#   sge    a Grid Engine with the parallel environment "mpi"
+#          (. /tmp/berth-services/sge/env.sh)
+#   swift  OpenStack Swift's S3 API on 127.0.0.1:8080, which checks SigV4 and refuses
+#          conditional PUTs
+#   s3     s3rver on 127.0.0.1:4568, which ignores If-None-Match
+# Their packages come from scripts/install-deps.sh; these scripts install nothing.
+#
+#   start   (re)starts all four; fails at the first that does not come up
+#   stop    stops all four (each by its own pid files); never fails
+#   status  says which are up; exit 0 only when all are
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SHARED=${BERTH_SHARED:-$ROOT/../shared}
-S=$SHARED/services
-[[ -x $S/start-slurm.sh || -f $S/start-slurm.sh ]] || { echo "services.sh: no $S/start-slurm.sh" >&2; exit 1; }
+S=$ROOT/scripts/services
 
 case "${1:-}" in
   start)
-    SLURM_NODES=4 SLURM_NODE_CPUS=2 bash "$S/start-slurm.sh"
-    bash "$S/start-sge.sh"
-    bash "$S/start-swift-s3.sh"
-    bash "$S/start-s3.sh"
+    T0=$(date +%s)
+    SLURM_NODES=4 SLURM_NODE_CPUS=2 "$S/slurm.sh" start
+    "$S/sge.sh" start
+    "$S/swift.sh" start
+    "$S/s3.sh" start
+    echo "[services] all up in $(($(date +%s) - T0))s"
     ;;
   stop)
-    bash "$S/stop-slurm.sh" --quiet || true
-    bash "$S/stop-sge.sh" --quiet || true
-    bash "$S/stop-swift-s3.sh" --quiet || true
-    bash "$S/stop-s3.sh" --quiet || true
+    for s in slurm sge swift s3; do "$S/$s.sh" stop || true; done
     ;;
-  *) echo "usage: services.sh start|stop" >&2; exit 2 ;;
+  status)
+    rc=0
+    for s in slurm sge swift s3; do "$S/$s.sh" status || rc=1; done
+    exit $rc
+    ;;
+  *) echo "usage: services.sh start|stop|status" >&2; exit 2 ;;
 esac

@@ -5,14 +5,13 @@
 # If-None-Match). Neither enforces write-once, so the store must say so at start-up,
 # and the leases' read-backs still divide the work.
 . "$(dirname "$0")/common.sh"
-SHARED=${BERTH_SHARED:-$BERTH_SOURCE_DIR/../shared}
 SWIFT=${BERTH_TEST_S3_SWIFT:-}
 S3RVER=${BERTH_TEST_S3RVER:-}
 if [[ -z $SWIFT || -z $S3RVER ]]; then
   echo "FAIL: BERTH_TEST_S3_SWIFT / BERTH_TEST_S3RVER are not set; start the servers with scripts/services.sh start (scripts/test.sh does)" >&2
   exit 1
 fi
-python3 "$SHARED/services/s3req.py" PUT "$SWIFT/berth-test" >/dev/null  # 200, or 409: ours already
+# scripts/services/swift.sh made the bucket berth-test.
 
 cat >"$T/p.toml" <<X
 [[step]]
