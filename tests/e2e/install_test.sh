@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `cmake --install` of the build tree ctest runs in: the binary, its man page and its
+# bash completion land under the prefix, and each works from there.
+. "$(dirname "$0")/common.sh"
+: "${BERTH_BUILD_DIR:?BERTH_BUILD_DIR must name the build tree (run under ctest)}"
+
+P=$T/prefix
+set +e
+"${CMAKE:-cmake}" --install "$BERTH_BUILD_DIR" --prefix "$P" >"$T/install.out" 2>&1
+rc=$?
+set -e
+expect_eq "cmake --install exits 0" "$rc" 0
+((rc == 0)) || { cat "$T/install.out" >&2; finish; }
+
+# The binary: the version and the commit it was built from, as the build tree's says.
+if [[ -x $P/bin/berth ]]; then
+  ok "bin/berth is installed"
+  version=$(sed -n 's/^project(berth VERSION \([0-9.]*\).*/\1/p' "$BERTH_SOURCE_DIR/CMakeLists.txt")
+  got=$("$P/bin/berth" --version 2>&1) || fail "the installed berth --version exited $?"
+  expect_contains "the installed berth --version names the version" "$got" "berth $version "
+  if [[ $got =~ \(commit\ ([0-9a-f]{12}|unknown)\)$ ]]; then
+    ok "the installed berth --version names the commit"
+  else
+    fail "the installed berth --version names no commit: [$got]"
+  fi
+  expect_eq "the installed berth is the one built" "$got" "$("$BERTH" --version 2>&1)"
+else
+  fail "bin/berth is not installed (or not executable)"
+fi
+
+# The man page: where man looks, and it renders.
+page=$P/share/man/man1/berth.1
+if [[ -f $page ]]; then
+  ok "share/man/man1/berth.1 is installed"
+  rendered=$(MANWIDTH=80 man -P cat -l "$page" 2>&1) || fail "man -l of the installed page exited $?"
+  expect_contains "the installed man page renders the launch section" "$rendered" "berth launch"
+  expect_contains "the installed man page renders its name line" "$rendered" \
+    "berth - run many pieces of work inside an HPC allocation"
+  # MANPATH from the prefix finds it by name, as `man berth` would.
+  found=$(MANPATH=$P/share/man man -w berth 2>&1) || true
+  expect_eq "man finds the page under the prefix by name" "$found" "$page"
+else
+  fail "share/man/man1/berth.1 is not installed"
+fi
+
+# The completion: sourced in bash, it completes berth, and offers the subcommands.
+comp=$P/share/bash-completion/completions/berth
+if [[ -f $comp ]]; then
+  ok "share/bash-completion/completions/berth is installed"
+  got=$(bash --norc --noprofile -c '. "$1" && complete -p berth' bash "$comp" 2>&1) || true
+  expect_contains "sourced, the completion defines a completion for berth" "$got" "complete -F"
+  got=$(bash --norc --noprofile -c '. "$1"; COMP_WORDS=(berth la); COMP_CWORD=1; _berth
+    printf "%s\n" "${COMPREPLY[@]}"' bash "$comp" 2>&1) || true
+  expect_eq "the installed completion completes a subcommand" "$got" "launch"
+else
+  fail "share/bash-completion/completions/berth is not installed"
+fi
+
+# Only those three (and the machine descriptions src/topo installs): no libraries, no
+# headers.
+others=$(cd "$P" && find . -type f ! -path ./bin/berth ! -path ./share/man/man1/berth.1 \
+  ! -path ./share/bash-completion/completions/berth ! -path './share/berth/machines/*' | sort)
+expect_eq "nothing else is installed" "$others" ""
+finish
