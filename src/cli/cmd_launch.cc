@@ -1,10 +1,11 @@
 // berth launch: run ranks of one or more apps on this node (spec 03).
 //
-//   berth launch [job options] -n 2 ./a : -n 2 ./b
+//   berth launch [job options] -n 2 [--] ./a : -n 2 [--] ./b
 //
 // Options before the first command are the job's (-n, --cpu-set and --wdir there
 // belong to the first app); each ':' starts another app, with its own -n, --cpu-set,
-// --wdir and environment directives before its command. Directives apply in the
+// --wdir and environment directives before its command. A `--` may end the options
+// before any app's command, as srun's and mpirun's do. Directives apply in the
 // order given, the job's before the app's.
 #include <unistd.h>
 
@@ -37,6 +38,9 @@ struct Flags {
   double timeout_s = 0;
   int grace_ms = static_cast<int>(launch::kDefaultGrace.count());
   bool keep_going = false;
+  bool oversubscribe = false;
+  std::string mpi = "auto";
+  std::string host;
   std::string exec_agent;
   std::string sysfs_root;
   std::string affinity;
@@ -91,6 +95,10 @@ Result<launch::AppSpec> parse_app_segment(const std::vector<std::string>& words,
   };
   for (; i < words.size(); ++i) {
     const std::string& w = words[i];
+    if (w == "--") {  // the end of the app's options: its command follows
+      ++i;
+      break;
+    }
     if (w.empty() || w[0] != '-') break;
     Result<launch::EnvDirective> d = fail(Errc::kInternal, "");
     if (w == "-n" || w == "--np" || w == "--ntasks") {
@@ -140,8 +148,14 @@ Result<launch::AppSpec> parse_app_segment(const std::vector<std::string>& words,
 }
 
 int run_launch(CLI::App& app, const Flags& f) {
-  // 1. The apps: the first from the flags, the rest from ':' segments.
+  // 1. The apps: the first from the flags, the rest from ':' segments. A `--` before
+  // the first command was split off by main (command_tail); one after it belongs to
+  // the words CLI11 left, so it goes back where it stood.
   std::vector<std::string> rest = app.remaining();
+  if (const auto& tail = command_tail()) {
+    if (!rest.empty()) rest.emplace_back("--");
+    rest.insert(rest.end(), tail->begin(), tail->end());
+  }
   std::vector<std::vector<std::string>> segments(1);
   for (const auto& w : rest) {
     if (w == ":") {
@@ -171,6 +185,25 @@ int run_launch(CLI::App& app, const Flags& f) {
       auto a = parse_app_segment(segments[i], i);
       if (!a.ok()) return report(a.error());
       spec.apps.push_back(std::move(*a));
+    }
+  }
+
+  // --host: mpirun's way of naming where ranks go. berth launch starts ranks on this
+  // node only, so any other node is refused before anything runs (spec 03 §2) rather
+  // than its ranks started here under its name.
+  alloc::LocalHost here = local_host();
+  const std::string short_name = here.hostname.substr(0, here.hostname.find('.'));
+  for (auto word : str::split(f.host, ',')) {
+    std::string_view name = word.substr(0, word.find(':'));
+    if (name.empty()) continue;
+    bool local = name == here.hostname || name == short_name;
+    for (const auto& a : here.aliases) local = local || name == a;
+    if (!local) {
+      return report(Error(Errc::kRefused,
+                          fmt::format("--host: '{}' is not this node ('{}'); berth launch starts "
+                                      "ranks on this node only: reach other nodes with srun, or "
+                                      "berth place --run inside their allocation",
+                                      str::printable(name), short_name)));
     }
   }
 
@@ -209,10 +242,13 @@ int run_launch(CLI::App& app, const Flags& f) {
   if (f.grace_ms < 0) return report(Error(Errc::kInvalidInput, "--grace must not be negative"));
   spec.grace = std::chrono::milliseconds(f.grace_ms);
   spec.keep_going = f.keep_going;
+  spec.oversubscribe = f.oversubscribe;
+  auto mode = wireup::parse_mode(f.mpi);
+  if (!mode.ok()) return report(mode.error().with_context("--mpi"));
+  spec.mpi = *mode;
   for (auto w : str::split_ws(f.exec_agent)) spec.exec_agent.emplace_back(w);
   spec.job_id = std::to_string(::getpid());
-  alloc::LocalHost here = local_host();
-  spec.node = here.hostname.substr(0, here.hostname.find('.'));
+  spec.node = short_name;
 
   // 4. Run, forwarding output to berth's own streams; say how it ended.
   launch::OutputSinks sinks;
@@ -258,6 +294,12 @@ std::function<int()> setup_launch(CLI::App& app) {
   app.add_option("--grace", f->grace_ms, "Milliseconds between SIGTERM and SIGKILL")
       ->capture_default_str();
   app.add_flag("--keep-going", f->keep_going, "Do not abort the job on the first failure");
+  app.add_flag("--oversubscribe", f->oversubscribe,
+               "Allow an app more ranks than usable cores; such an app runs unbound");
+  app.add_option("--mpi", f->mpi,
+                 "MPI wire-up the ranks get: auto (PMIx and PMI), pmix, pmi1, pmi2, none")
+      ->capture_default_str();
+  app.add_option("--host", f->host, "Nodes the ranks may run on (this node only): h[:n],…");
   app.add_option("--exec-agent", f->exec_agent, "Wrap every rank's exec: 'CMD ARGS'");
   app.add_option("--sysfs-root", f->sysfs_root, "Read the node's CPUs under DIR");
   app.add_option("--affinity", f->affinity, "Stand-in for berth's CPU affinity");

@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace berth::cli {
 
@@ -13,7 +16,16 @@ struct Command {
   const char* help;
   // Declares flags; returns the function that runs the command after parsing.
   std::function<std::function<int()>(CLI::App&)> setup;
+  // The command takes a program to run after `--` (`berth launch -n 2 -- sh -c …`).
+  // main.cc splits the command line at the first `--` before CLI11 sees it — CLI11
+  // would otherwise give the words after it to the top-level parser, which refuses
+  // them — and hands the tail over through command_tail().
+  bool takes_command = false;
 };
+
+// The words after the first `--` of the command line, when the chosen subcommand
+// takes a command and the line has one; nullopt when it has none.
+std::optional<std::vector<std::string>>& command_tail();
 
 std::function<int()> setup_alloc(CLI::App& app);
 std::function<int()> setup_machine(CLI::App& app);

@@ -2,9 +2,9 @@
 //
 // main reads like a table of contents: one table of subcommands, parse, run the
 // chosen one. Each subcommand lives in its own cmd_<name>.cc.
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
 
 #include "cli/commands.h"
 #include "cli/exit.h"
@@ -24,10 +24,33 @@ const berth::cli::Command kCommands[] = {
     {"methods", "A methods paragraph for the last run's outputs", berth::cli::setup_methods},
     {"store", "Inspect the store: put, get, verify, cat", berth::cli::setup_store},
     {"launch", "Run ranks of one or more apps on this node: bound, supervised, forwarded",
-     berth::cli::setup_launch},
+     berth::cli::setup_launch, /*takes_command=*/true},
 };
 
+// The command line without the words from the first `--` on, when the subcommand
+// takes a command (see Command::takes_command); those words go to command_tail().
+std::vector<std::string> split_command_tail(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return args;
+  for (const auto& c : kCommands) {
+    if (!c.takes_command || args[0] != c.name) continue;
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (args[i] != "--") continue;
+      berth::cli::command_tail() =
+          std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      args.resize(i);
+      break;
+    }
+  }
+  return args;
+}
+
 }  // namespace
+
+std::optional<std::vector<std::string>>& berth::cli::command_tail() {
+  static std::optional<std::vector<std::string>> tail;
+  return tail;
+}
 
 int main(int argc, char** argv) {
   CLI::App app{"berth: run many pieces of work inside an HPC allocation", "berth"};
@@ -45,8 +68,10 @@ int main(int argc, char** argv) {
   }
 
   // 2. Parse. Help and version exit 0; a malformed command line exits 2 (bad input).
+  std::vector<std::string> args = split_command_tail(argc, argv);
+  std::reverse(args.begin(), args.end());  // CLI11 takes its words back to front
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? berth::cli::kExitOk : berth::cli::kExitBadInput;

@@ -2,8 +2,10 @@
 #include "launch/job.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -14,8 +16,8 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-
-#include <fmt/format.h>
+#include <memory>
+#include <mutex>
 
 #include "util/strings.h"
 
@@ -51,6 +53,19 @@ struct Rank {
   int pidfd = -1;    // readable when the rank exits; -1 where the kernel has none
   bool reaped = false;
   std::string argv0;
+  bool mpi_init = false;   // the rank connected to a wire-up server (MPI_Init)
+  bool mpi_final = false;  // and finalized (MPI_Finalize)
+};
+
+// Events from the wire-up servers' threads, queued for the supervisor's loop, which
+// wakes on the eventfd.
+struct WireEvents {
+  std::mutex mu;
+  std::vector<wireup::RankEvent> queue;
+  int fd = -1;
+  ~WireEvents() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 std::string timestamp() {
@@ -132,6 +147,8 @@ class Supervisor {
   Result<void> start_one(Rank& r, size_t index);
   void loop();
   void handle_signals();
+  Result<void> start_wireup();
+  void handle_wire_events();
   void reap();
   void drain(Stream& s, const Rank& r, bool eof_flush);
   void emit(const Rank& r, bool is_stderr, std::string_view line);
@@ -160,7 +177,74 @@ class Supervisor {
   int exit_code_ = 0;
   std::vector<std::string> messages_;
   bool stdin_open_ = false;
+  std::shared_ptr<WireEvents> wire_events_;
+  std::unique_ptr<wireup::JobWire> wire_;  // destroyed first: off the servers
 };
+
+Result<void> Supervisor::start_wireup() {
+  if (spec_.mpi == wireup::Mode::kNone) return Ok{};
+  wireup::Wireup& w = spec_.wireup != nullptr
+                          ? *spec_.wireup
+                          : wireup::Wireup::process(parent_.get("TMPDIR").value_or("/tmp"));
+  std::vector<int> sizes;
+  for (const AppSpec& app : spec_.apps) sizes.push_back(app.ranks);
+  wireup::JobMap map = wireup::JobMap::local(w.next_id(), spec_.node, sizes);
+  wire_events_ = std::make_shared<WireEvents>();
+  wire_events_->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wire_events_->fd < 0)
+    return fail(Errc::kIo, fmt::format("eventfd: {}", std::strerror(errno)));
+  // The sink runs on a server's thread: queue and wake, nothing else.
+  auto served = w.serve(map, spec_.mpi, [ev = wire_events_](const wireup::RankEvent& e) {
+    {
+      std::lock_guard<std::mutex> lock(ev->mu);
+      ev->queue.push_back(e);
+    }
+    uint64_t one = 1;
+    (void)!::write(ev->fd, &one, sizeof one);
+  });
+  if (!served.ok()) return served.error();
+  wire_ = std::move(*served);
+  for (const auto& n : wire_->notices()) {
+    if (sinks_.err) sinks_.err(fmt::format("berth: {}\n", n));
+  }
+  return Ok{};
+}
+
+void Supervisor::handle_wire_events() {
+  if (!wire_events_) return;
+  std::vector<wireup::RankEvent> events;
+  {
+    std::lock_guard<std::mutex> lock(wire_events_->mu);
+    events.swap(wire_events_->queue);
+  }
+  uint64_t count = 0;
+  (void)!::read(wire_events_->fd, &count, sizeof count);
+  for (const auto& e : events) {
+    if (e.rank < 0 || static_cast<size_t>(e.rank) >= ranks_.size()) continue;
+    Rank& r = ranks_[static_cast<size_t>(e.rank)];
+    switch (e.kind) {
+      case wireup::RankEvent::Kind::kInit:
+        r.mpi_init = true;
+        break;
+      case wireup::RankEvent::Kind::kFinalize:
+        r.mpi_final = true;
+        break;
+      case wireup::RankEvent::Kind::kAbort: {
+        // MPI_Abort ends the whole job, keep-going or not: that is what it asks.
+        int code = e.code & 0xff;
+        if (code == 0) code = 1;
+        std::string msg = fmt::format("rank {} ({}) on {} called MPI_Abort with code {}{}",
+                                      r.outcome.rank, str::printable(r.argv0), spec_.node, e.code,
+                                      e.message.empty() ? "" : ": " + str::printable(e.message));
+        if (!aborting_) begin_abort(code, std::move(msg));
+        break;
+      }
+      case wireup::RankEvent::Kind::kRefused:
+        if (sinks_.err) sinks_.err(fmt::format("berth: {}\n", e.message));
+        break;
+    }
+  }
+}
 
 Result<void> Supervisor::prepare() {
   if (spec_.apps.empty()) return fail(Errc::kInvalidInput, "the job has no app to launch");
@@ -179,7 +263,11 @@ Result<void> Supervisor::prepare() {
   }
   BERTH_CHECK(check_fd_limit(total));
   BERTH_CHECK(check_proc_limit(total));
-  BERTH_TRY(auto bindings, compute_bindings(spec_));
+  BERTH_TRY(Bindings bindings, compute_bindings(spec_));
+  for (const auto& n : bindings.notices) {
+    if (sinks_.err) sinks_.err(fmt::format("berth: {}\n", n));
+  }
+  BERTH_CHECK(start_wireup());
 
   // Every environment is built before anything starts: a directive that cannot
   // apply refuses the job, not one rank of it.
@@ -188,12 +276,16 @@ Result<void> Supervisor::prepare() {
     const AppSpec& app = spec_.apps[a];
     for (int local = 0; local < app.ranks; ++local, ++rank) {
       Env env = parent_;
+      // Wire-up first, so that the user's directives still win (spec 07 §1).
+      if (wire_) {
+        for (const auto& [k, v] : wire_->env(rank)) env.set(k, v);
+      }
       BERTH_CHECK(apply_directives(spec_.env, parent_, env));
       BERTH_CHECK(apply_directives(app.env, parent_, env));
       Rank r;
       r.outcome.rank = rank;
       r.outcome.app = static_cast<int>(a);
-      r.cpus = bindings[static_cast<size_t>(rank)];
+      r.cpus = bindings.cpus[static_cast<size_t>(rank)];
       r.argv0 = app.argv[0];
       env.set("BERTH_RANK", std::to_string(rank));
       env.set("BERTH_SIZE", std::to_string(total));
@@ -219,6 +311,8 @@ Result<void> Supervisor::start_one(Rank& r, size_t index) {
   for (const auto& [k, v] : envs_[index].vars()) req.envp.push_back(k + "=" + v);
   req.cwd = app.cwd;
   req.cpus = r.cpus;
+  const int rank_index = static_cast<int>(index);
+  if (wire_ && wire_->child_fd(rank_index) >= 0) req.pass_fds = {wire_->child_fd(rank_index)};
 
   // Output: per-rank files, or pipes berth forwards.
   int out_w = -1, err_w = -1, in_r = -1;
@@ -285,6 +379,7 @@ Result<void> Supervisor::start_one(Rank& r, size_t index) {
   close_fd(out_w);
   close_fd(err_w);
   close_fd(in_r);
+  if (wire_) wire_->close_child_fd(rank_index);  // the rank holds its own copy now
   if (!spawned.ok()) {
     r.outcome.pid = -1;
     r.reaped = true;
@@ -375,6 +470,9 @@ void Supervisor::handle_signals() {
 }
 
 void Supervisor::reap() {
+  // What the ranks said on the wire-up comes first: a finalize queued before a rank
+  // exited must be seen before its exit is judged.
+  handle_wire_events();
   for (Rank& r : ranks_) {
     if (r.reaped || !r.outcome.started || r.outcome.pid <= 0) continue;
     int status = 0;
@@ -384,9 +482,24 @@ void Supervisor::reap() {
     close_fd(r.pidfd);
     ExitStatus s = decode_wait_status(status);
     r.outcome.status = s;
+    std::string msg;
+    if (s.ok() && r.mpi_init && !r.mpi_final) {
+      // Its peers may be waiting for it in a collective that can never complete.
+      msg = fmt::format(
+          "rank {} ({}) on {} exited with status 0 after MPI_Init without "
+          "calling MPI_Finalize",
+          r.outcome.rank, str::printable(r.argv0), spec_.node);
+      if (aborting_) continue;
+      if (spec_.keep_going) {
+        record_failure(1, msg);
+      } else {
+        begin_abort(1, msg);
+      }
+      continue;
+    }
     if (s.ok()) continue;
-    std::string msg = fmt::format("rank {} ({}) on {} {}", r.outcome.rank,
-                                  str::printable(r.argv0), spec_.node, describe(s));
+    msg = fmt::format("rank {} ({}) on {} {}", r.outcome.rank, str::printable(r.argv0), spec_.node,
+                      describe(s));
     if (aborting_) {
       // A rank ended by berth's own escalation is not a new failure.
       continue;
@@ -492,6 +605,10 @@ void Supervisor::loop() {
       fds.push_back({spec_.cancel_fd, POLLIN, 0});
       who.emplace_back(0, -4);
     }
+    if (wire_events_) {
+      fds.push_back({wire_events_->fd, POLLIN, 0});
+      who.emplace_back(0, -5);
+    }
     bool sweep = false;  // a live rank without a pidfd and no SIGCHLD to tell of it
     for (size_t i = 0; i < ranks_.size(); ++i) {
       const Rank& r = ranks_[i];
@@ -543,6 +660,8 @@ void Supervisor::loop() {
         // reap() below collects it.
       } else if (kind == -4) {
         begin_abort(130, "the job was cancelled");
+      } else if (kind == -5) {
+        handle_wire_events();
       } else if (kind == -2) {
         forward_stdin();
       } else {
@@ -580,6 +699,7 @@ Result<JobOutcome> Supervisor::run() {
 
   start_ranks();
   loop();
+  wire_.reset();  // off the wire-up servers: the job's namespace is freed now
 
   close_fd(sigfd_);
   for (Rank& r : ranks_) {
@@ -601,8 +721,9 @@ Result<JobOutcome> Supervisor::run() {
 
 }  // namespace
 
-Result<std::vector<std::vector<int>>> compute_bindings(const JobSpec& spec) {
-  std::vector<std::vector<int>> out;
+Result<Bindings> compute_bindings(const JobSpec& spec) {
+  Bindings b;
+  std::vector<std::vector<int>>& out = b.cpus;
   int rank = 0;
   for (size_t a = 0; a < spec.apps.size(); ++a) {
     const AppSpec& app = spec.apps[a];
@@ -622,20 +743,32 @@ Result<std::vector<std::vector<int>>> compute_bindings(const JobSpec& spec) {
     // Ranks take CPUs in order; across apps without their own --cpu-set they go on
     // where the previous app stopped, so MPMD apps do not share a core.
     size_t offset = app.cpu_set ? 0 : static_cast<size_t>(rank);
+    const char* unit = spec.bind == BindTo::kHwthread ? "hardware threads" : "cores";
+    if (offset + static_cast<size_t>(app.ranks) > pool->size() && spec.oversubscribe) {
+      // Unbound, as mpirun does when oversubscribed: pinning two ranks to one core
+      // would halve both, while the kernel can spread them as load allows. An app
+      // with its own --cpu-set stays within it.
+      b.notices.push_back(
+          fmt::format("app {} has {} rank(s) and the job {} usable {}{}: binding is off for it "
+                      "(--oversubscribe)",
+                      a, app.ranks, pool->size(), unit, app.cpu_set ? " in its --cpu-set" : ""));
+      for (int i = 0; i < app.ranks; ++i, ++rank) {
+        out.push_back(app.cpu_set ? *app.cpu_set : std::vector<int>());
+      }
+      continue;
+    }
     if (offset + static_cast<size_t>(app.ranks) > pool->size()) {
       return fail(Errc::kRefused,
                   fmt::format("{} rank(s) of app {} need {} {} to bind to one each, but only {} "
-                              "are usable{}; use fewer ranks or --bind-to none",
-                              app.ranks, a, offset + static_cast<size_t>(app.ranks),
-                              spec.bind == BindTo::kHwthread ? "hardware threads" : "cores",
-                              pool->size(),
-                              app.cpu_set ? " in its --cpu-set" : ""));
+                              "are usable{}; use fewer ranks, --oversubscribe or --bind-to none",
+                              app.ranks, a, offset + static_cast<size_t>(app.ranks), unit,
+                              pool->size(), app.cpu_set ? " in its --cpu-set" : ""));
     }
     for (int i = 0; i < app.ranks; ++i, ++rank) {
       out.push_back({(*pool)[offset + static_cast<size_t>(i)]});
     }
   }
-  return out;
+  return b;
 }
 
 std::string line_prefix(const JobSpec& spec, int rank, pid_t pid, bool is_stderr) {

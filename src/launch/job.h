@@ -8,9 +8,16 @@
 // child exits and berth's own SIGINT/SIGTERM/SIGHUP through a signalfd, the timeout
 // and the escalation deadline — so nothing can hang on one slow piece.
 //
+// Every job is also an MPI job unless told otherwise (spec 07): its ranks get the
+// PMIx and PMI wire-up, and what they say on it is part of supervision — MPI_Abort
+// ends the job with its code, and a rank that called MPI_Init and exits, even with
+// status 0, without MPI_Finalize is a failure (its peers would wait for it for ever).
+//
 // Exit rules: 0 when every rank exits 0; otherwise the first failure decides — a
 // rank's exit code as is, 128 + S for death by signal S, 127 for a rank that could
-// not start, 124 for the timeout, 128 + S when berth itself got signal S. The first
+// not start, 124 for the timeout, 128 + S when berth itself got signal S, MPI_Abort's
+// code (mod 256; 1 for a code that would read as success), 1 for an exit without
+// MPI_Finalize. The first
 // failure aborts the job unless keep_going: every live rank's group gets SIGCONT,
 // SIGTERM, then SIGKILL after the grace period (escalation.h). A rank not yet
 // started when the abort comes is never started. When the job ends, every rank's
@@ -29,6 +36,7 @@
 #include "launch/status.h"
 #include "util/env.h"
 #include "util/result.h"
+#include "wireup/wireup.h"
 
 namespace berth::launch {
 
@@ -56,6 +64,9 @@ struct JobSpec {
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds grace = kDefaultGrace;
   bool keep_going = false;                   // do not abort the job on the first failure
+  // An app with more ranks than CPUs to bind them to runs unbound instead of being
+  // refused (mpirun's --oversubscribe); the job says so once on stderr.
+  bool oversubscribe = false;
   std::vector<std::string> exec_agent;       // words put before every rank's argv
   bool report_bindings = false;
   std::string job_id = "0";                  // for tags: [job,rank]
@@ -67,6 +78,10 @@ struct JobSpec {
   // becomes readable the job is aborted as if berth had been signalled.
   bool own_signals = true;
   int cancel_fd = -1;
+  // MPI wire-up (spec 07): the job is a PMIx namespace and its ranks get PMI sockets,
+  // so that MPI ranks find each other. `wireup` nullptr = the process's own servers.
+  wireup::Mode mpi = wireup::Mode::kAuto;
+  wireup::Wireup* wireup = nullptr;
 };
 
 struct RankOutcome {
@@ -97,9 +112,14 @@ struct OutputSinks {
 Result<JobOutcome> run_job(const JobSpec& spec, const Env& parent, Spawner& spawner,
                            const OutputSinks& sinks);
 
-// The CPU ids rank `local_rank` of an app is bound to; empty for no binding.
-// Exposed for tests and --report-bindings.
-Result<std::vector<std::vector<int>>> compute_bindings(const JobSpec& spec);
+// The CPU ids each rank is bound to (by job rank); empty for no binding. `notices`
+// names each app that oversubscribe left unbound. Fails when an app has more ranks
+// than CPUs and the job does not allow oversubscription. Exposed for tests.
+struct Bindings {
+  std::vector<std::vector<int>> cpus;
+  std::vector<std::string> notices;
+};
+Result<Bindings> compute_bindings(const JobSpec& spec);
 
 // The prefix put before each forwarded line ("[job,rank]<stdout>: ", ...), and the
 // XML form of a whole line. Exposed for tests.

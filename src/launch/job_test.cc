@@ -46,6 +46,12 @@ Env path_env() {
 }
 
 TEST(Job, ThousandRunsOfEightNeverLoseAChildOrLeak) {
+  // The wire-up servers start with the first job and live as long as the process: the
+  // descriptors they hold are counted in `before`.
+  {
+    Captured c;
+    ASSERT_TRUE(run_job(job({"/bin/true"}, 1), path_env(), Spawner::real(), c.sinks()).ok());
+  }
   int before = open_fds();
   for (int i = 0; i < 1000; ++i) {
     Captured c;
@@ -138,7 +144,7 @@ TEST(Job, BindingsTakeOneCorePerRankAcrossApps) {
   s.apps.push_back(b);
   auto r = compute_bindings(s);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r, (std::vector<std::vector<int>>{{1}, {3}, {5}, {7}}));
+  EXPECT_EQ(r->cpus, (std::vector<std::vector<int>>{{1}, {3}, {5}, {7}}));
   s.apps[1].ranks = 3;
   auto over = compute_bindings(s);
   ASSERT_FALSE(over.ok());
@@ -146,12 +152,48 @@ TEST(Job, BindingsTakeOneCorePerRankAcrossApps) {
   s.apps[1].cpu_set = std::vector<int>{8, 9, 10};
   r = compute_bindings(s);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ((*r)[4], std::vector<int>{10});
+  EXPECT_EQ(r->cpus[4], std::vector<int>{10});
   s.bind = BindTo::kNone;
   r = compute_bindings(s);
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE((*r)[0].empty());
-  EXPECT_EQ((*r)[2], (std::vector<int>{8, 9, 10}));
+  EXPECT_TRUE(r->cpus[0].empty());
+  EXPECT_EQ(r->cpus[2], (std::vector<int>{8, 9, 10}));
+}
+
+TEST(Job, OversubscribeUnbindsOnlyTheAppThatDoesNotFit) {
+  JobSpec s = job({"a"}, 2);
+  s.bind = BindTo::kCore;
+  s.usable_cores = {1, 3, 5};
+  AppSpec b;
+  b.argv = {"b"};
+  b.ranks = 4;
+  s.apps.push_back(b);
+  ASSERT_FALSE(compute_bindings(s).ok());  // refused without the flag
+  s.oversubscribe = true;
+  auto r = compute_bindings(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->cpus, (std::vector<std::vector<int>>{{1}, {3}, {}, {}, {}, {}}));
+  ASSERT_EQ(r->notices.size(), 1u);
+  EXPECT_NE(r->notices[0].find("app 1 has 4 rank(s)"), std::string::npos) << r->notices[0];
+  // An app with its own --cpu-set stays within it.
+  s.apps[1].cpu_set = std::vector<int>{8, 9};
+  r = compute_bindings(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->cpus[5], (std::vector<int>{8, 9}));
+}
+
+TEST(Job, OversubscribedJobRunsAndSaysSoOnce) {
+  Captured c;
+  JobSpec s = job({"/bin/true"}, 5);
+  s.bind = BindTo::kCore;
+  s.usable_cores = {0};
+  s.oversubscribe = true;
+  auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(c.err,
+            "berth: app 0 has 5 rank(s) and the job 1 usable cores: binding is off for "
+            "it (--oversubscribe)\n");
 }
 
 TEST(Job, PrefixesAndXml) {

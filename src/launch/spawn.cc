@@ -156,6 +156,8 @@ struct ChildArgs {
   bool mempolicy_default = false;
   int mempolicy = 0;
   int stdio[3] = {-1, -1, -1};
+  int pass[kMaxPassFds] = {-1, -1, -1, -1};  // become 3, 4, … in the program
+  int n_pass = 0;
   int errfd = -1;
 };
 
@@ -170,10 +172,10 @@ struct ChildArgs {
   for (;;) syscall(SYS_exit_group, 127);
 }
 
-// Moves `fd` to the lowest free descriptor >= 3 (close-on-exec, so it never reaches
+// Moves `fd` to the lowest free descriptor >= `lo` (close-on-exec, so it never reaches
 // the program). Returns the new fd or -1.
-BERTH_CHILD_CODE int child_raise_fd(int fd) {
-  return static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3));
+BERTH_CHILD_CODE int child_raise_fd(int fd, int lo = 3) {
+  return static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, lo));
 }
 
 // Closes every descriptor from `lo` to `hi` inclusive; close_range where the kernel has
@@ -194,11 +196,19 @@ BERTH_CHILD_CODE int child_main(void* p) {
   // a. Its own process group, so that berth signals the rank and all it starts.
   if (syscall(SYS_setpgid, 0, 0) != 0) child_fail(errfd, SpawnStage::kSetsid, errno);
 
-  // b. stdio. Only a berth started with 0-2 closed can have the pipe there.
-  if (errfd < 3) {
-    int moved = child_raise_fd(errfd);
+  // b. stdio and passed descriptors. The error pipe and every passed descriptor are
+  // first copied above the slots they could collide with (0-2 and 3..3+n_pass-1):
+  // only a berth started with 0-2 closed can have the pipe down there.
+  const int first_free = 3 + a.n_pass;
+  if (errfd < first_free) {
+    int moved = child_raise_fd(errfd, first_free);
     if (moved < 0) child_fail(errfd, SpawnStage::kStdio, errno);
     errfd = moved;
+  }
+  int pass[kMaxPassFds];
+  for (int i = 0; i < a.n_pass; ++i) {
+    pass[i] = child_raise_fd(a.pass[i], first_free);
+    if (pass[i] < 0) child_fail(errfd, SpawnStage::kStdio, errno);
   }
   int src[3] = {a.stdio[0], a.stdio[1], a.stdio[2]};
   if (src[0] < 0 || src[1] < 0 || src[2] < 0) {
@@ -227,10 +237,13 @@ BERTH_CHILD_CODE int child_main(void* p) {
     long rc = src[i] == i ? syscall(SYS_fcntl, i, F_SETFD, 0) : syscall(SYS_dup3, src[i], i, 0);
     if (rc < 0) child_fail(errfd, SpawnStage::kStdio, errno);
   }
+  for (int i = 0; i < a.n_pass; ++i) {
+    if (syscall(SYS_dup3, pass[i], 3 + i, 0) < 0) child_fail(errfd, SpawnStage::kStdio, errno);
+  }
 
   // c. Nothing else of berth's reaches the program. The error pipe stays (it is
   // close-on-exec, and is how exec's success is seen).
-  child_close_range(3, static_cast<unsigned>(errfd) - 1);
+  child_close_range(static_cast<unsigned>(first_free), static_cast<unsigned>(errfd) - 1);
   child_close_range(static_cast<unsigned>(errfd) + 1, ~0U);
 
   // d. Signals: default dispositions before the mask opens, so no handler of berth's
@@ -254,7 +267,7 @@ BERTH_CHILD_CODE int child_main(void* p) {
   }
 
   // f. Memory policy. A default berth chose is best effort: containers' seccomp
-  // profiles deny set_mempolicy with EPERM, and that must not stop the launch (seed 002).
+  // profiles deny set_mempolicy with EPERM, and that must not stop the launch (spec 03 §1, step f).
   if (a.has_mempolicy && syscall(SYS_set_mempolicy, a.mempolicy, nullptr, 0UL) != 0 &&
       !a.mempolicy_default) {
     child_fail(errfd, SpawnStage::kMemPolicy, errno);
@@ -432,6 +445,11 @@ Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext
   args.stdio[0] = req.stdin_fd;
   args.stdio[1] = req.stdout_fd;
   args.stdio[2] = req.stderr_fd;
+  if (req.pass_fds.size() > kMaxPassFds) {
+    return fail(Errc::kInvalidInput,
+                prefix(ctx) + "more than " + std::to_string(kMaxPassFds) + " descriptors to pass");
+  }
+  for (int fd : req.pass_fds) args.pass[args.n_pass++] = fd;
 
   void* stack = s.stack_top();
   if (stack == nullptr) {

@@ -7,7 +7,8 @@
 //   child:  (async-signal-safe only: no malloc, no locks, no stdio)
 //           wait at the fork gate until the parent has recorded the pid (so no child
 //           can be reaped unattributed); own process group; stdin/stdout/stderr
-//           wired; every other descriptor closed (close_range); signal dispositions
+//           wired; pass_fds placed at 3, 4, …; every other descriptor closed
+//           (close_range); signal dispositions
 //           and mask reset; CPU affinity from the parent's mask; memory policy where
 //           asked (a refused default policy is silent); resource limits; working
 //           directory; execve.
@@ -30,6 +31,8 @@
 
 namespace berth::launch {
 
+inline constexpr size_t kMaxPassFds = 4;
+
 struct SpawnRequest {
   std::vector<std::string> argv;    // argv[0] as given; searched on envp's PATH if no '/'
   std::vector<std::string> envp;    // "NAME=VALUE", the child's whole environment
@@ -38,6 +41,9 @@ struct SpawnRequest {
   int stdin_fd = -1;                // parent's fds to become 0, 1, 2; -1 = /dev/null
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // Parent descriptors the child inherits as 3, 4, … in order (a PMI wire-up socket,
+  // say); at most kMaxPassFds. Every other descriptor of berth's is closed.
+  std::vector<int> pass_fds;
   std::vector<std::pair<int, rlimit>> limits;  // RLIMIT_* to set in the child
   // set_mempolicy(mode) in the child when given. `mempolicy_default` marks a policy
   // berth chose by default rather than one the user asked for: if the kernel refuses

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -378,6 +379,43 @@ TEST_F(SpawnTest, NoDescriptorLeaksIntoTheChild) {
   close(p[0]);
   for (int fd : extra) close(fd);
   wait_for(*s);
+}
+
+TEST_F(SpawnTest, PassedDescriptorsArriveAtThreeAndFourAndNothingElse) {
+  // Two sockets passed; a stray descriptor without close-on-exec must still not leak.
+  int stray = open("/dev/null", O_RDONLY);
+  int a[2], b[2], err[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
+  ASSERT_EQ(pipe2(err, O_CLOEXEC), 0);
+  SpawnRequest r = request({helper("count_fds"), "-v"});
+  r.stderr_fd = err[1];
+  r.pass_fds = {b[1], a[1]};  // in this order: b's end becomes 3, a's 4
+  auto s = spawn(r);
+  close(err[1]);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  std::string listed;
+  char buf[64];
+  ssize_t n;
+  while ((n = read(err[0], buf, sizeof buf)) > 0) listed.append(buf, static_cast<size_t>(n));
+  close(err[0]);
+  EXPECT_EQ(listed, "0\n1\n2\n3\n4\n");
+  EXPECT_EQ(wait_for(*s), 0);
+  // The child held b[1] as its fd 3: after it exits the peer sees EOF, so the copies
+  // were the passed ones and the child's are gone.
+  close(a[1]);
+  close(b[1]);
+  EXPECT_EQ(read(b[0], buf, 1), 0);
+  EXPECT_EQ(read(a[0], buf, 1), 0);
+  for (int fd : {a[0], b[0], stray}) close(fd);
+}
+
+TEST_F(SpawnTest, TooManyPassedDescriptorsAreRefused) {
+  SpawnRequest r = request({helper("exit_n")});
+  r.pass_fds.assign(kMaxPassFds + 1, 1);
+  auto s = spawn(r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("descriptors to pass"), std::string::npos);
 }
 
 TEST_F(SpawnTest, NoDescriptorLeaksInTheParentAfter1000Spawns) {
