@@ -1,9 +1,8 @@
 // berth machine: what berth knows about this machine and node (spec 02 §5).
-#include <cstdio>
-#include <memory>
-
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "alloc/hostlist.h"
@@ -11,6 +10,7 @@
 #include "cli/context.h"
 #include "cli/exit.h"
 #include "place/placement.h"
+#include "place/render.h"
 #include "topo/gpus.h"
 #include "util/strings.h"
 
@@ -41,6 +41,9 @@ nlohmann::ordered_json to_json(const Context& c) {
   l["version_text"] = c.launcher.version_text;
   l["detected_by"] = c.launcher.detected_by;
   l["chosen_because"] = c.launcher_reason;
+  l["mpi_plugins"] =
+      c.launcher.mpi_plugins ? ordered_json(*c.launcher.mpi_plugins) : ordered_json(nullptr);
+  if (!c.launcher.mpi_text.empty()) l["mpi_detected_by"] = c.launcher.mpi_text;
   j["launcher"] = l;
   j["cores_per_node"] = c.node.configured_cores ? ordered_json(*c.node.configured_cores)
                                                 : ordered_json(c.node.usable_core_ids.size());
@@ -74,6 +77,25 @@ nlohmann::ordered_json to_json(const Context& c) {
   std::string why = place::placement_refusal(c.launcher);
   if (!why.empty()) j["placement_refusal"] = why;
   j["memory_cap_support"] = place::cap_support_name(place::memory_cap_support(c.launcher));
+  // The wire-up an MPI launch of several tasks gets here: what the renderer asks of
+  // this launcher for one (spec 07 §4).
+  place::LaunchSpec probe;
+  probe.tasks = 2;
+  probe.command = {"mpi-program"};
+  auto rendered = place::render(m, c.launcher, std::nullopt, probe);
+  ordered_json w;
+  if (rendered.ok()) {
+    w["by"] = rendered->wireup.empty() ? ordered_json(nullptr) : ordered_json(rendered->wireup);
+    std::vector<std::string> notes;
+    for (const auto& n : rendered->notes) {
+      if (n.find("--mpi") != std::string::npos) notes.push_back(n);
+    }
+    w["notes"] = notes;
+  } else {
+    w["by"] = nullptr;
+    w["notes"] = std::vector<std::string>{rendered.error().message()};
+  }
+  j["mpi_wireup"] = w;
   j["diagnostics"] = c.node.diagnostics;
   return j;
 }
@@ -109,6 +131,11 @@ int run_machine(const Flags& f) {
       out += fmt::format("  because:          {}\n", val(j["placement_refusal"]));
     }
     out += fmt::format("memory cap support: {}\n", val(j["memory_cap_support"]));
+    out += fmt::format("mpi wire-up:        {}\n", j["mpi_wireup"]["by"].is_null()
+                                                       ? std::string("none")
+                                                       : val(j["mpi_wireup"]["by"]));
+    for (const auto& n : j["mpi_wireup"]["notes"])
+      out += fmt::format("  because:          {}\n", val(n));
     for (const auto& d : c->node.diagnostics) out += "note: " + d + "\n";
   }
   std::fwrite(out.data(), 1, out.size(), stdout);

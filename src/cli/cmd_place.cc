@@ -295,6 +295,9 @@ int run_place(const Flags& f) {
     if (!p.ok()) return report(p.error());
     auto r = place::render(*c.machine, c.launcher, *p, spec);
     if (!r.ok()) return report(r.error());
+    if (*p) {
+      if (auto reach = c.check_reachable((*p)->nodes); !reach.ok()) return report(reach.error());
+    }
     if (!f.run) return print({to_json(*r, *p, spec, c)}, {place::shell_line(*r)}, 0, f);
     auto pid = start(*r);
     if (!pid.ok()) return report(pid.error());
@@ -304,8 +307,15 @@ int run_place(const Flags& f) {
     return exit_code(status);
   }
 
-  // 3. --auto: every launch is granted a placement by one pool over the allocation.
-  place::Pool pool(c.pool_nodes());
+  // 3. --auto: every launch is granted a placement by one pool over the allocation,
+  // every node of which the launcher must reach.
+  std::vector<place::PoolNode> pool_nodes = c.pool_nodes();
+  {
+    std::vector<std::string> names;
+    for (const auto& n : pool_nodes) names.push_back(n.name);
+    if (auto reach = c.check_reachable(names); !reach.ok()) return report(reach.error());
+  }
+  place::Pool pool(pool_nodes);
   place::Request req;
   req.tasks = f.tasks;
   req.cpus_per_task = f.cpus_per_task;

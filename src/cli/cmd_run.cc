@@ -435,15 +435,19 @@ int run_pipeline(const RunFlags& f) {
       std::erase_if(nodes, [&](const place::PoolNode& n) { return n.name != here; });
     }
   }
+  const std::string host = ctx->here();
+  // Every node a step may be placed on can be reached from here, or nothing runs: a
+  // step must never run on this node under another's name (spec 02 §7).
+  {
+    std::vector<std::string> names;
+    for (const auto& n : nodes) names.push_back(n.name);
+    if (auto reach = ctx->check_reachable(names); !reach.ok()) return report(reach.error());
+  }
   place::Pool pool(nodes);
 
   // 4. The cache directory: this machine's index, staging area and (for a worker) its
   // local object tier. One per worker by default: never one SQLite file shared over a
   // network filesystem. An explicit --cache for a worker is guarded by a lock file.
-  std::string host;
-  for (const auto* n : ctx->allocation.up_nodes()) {
-    if (n->local) host = n->name;
-  }
   std::string cache = !f.cache.empty() ? fs::absolute(f.cache).string()
                       : f.worker      ? bdir + "/cache/workers/" + worker
                                       : bdir + "/cache";
@@ -577,6 +581,8 @@ int run_pipeline(const RunFlags& f) {
       ::unlink(previous_steps.c_str());
     }
   }
+  // What a launcher did not do that steps asked for, once per run where it is seen.
+  for (const auto& n : rep->launch_notices) std::fprintf(stderr, "berth: %s\n", n.c_str());
   if (f.format == "json") {
     std::fwrite(j.data(), 1, j.size(), stdout);
   } else {

@@ -183,4 +183,21 @@ std::vector<place::PoolNode> Context::pool_nodes() const {
   return out;
 }
 
+std::string Context::here() const {
+  for (const alloc::Node* n : allocation.up_nodes()) {
+    if (n->local) return n->name;
+  }
+  return "";
+}
+
+Result<void> Context::check_reachable(const std::vector<std::string>& nodes) const {
+  const std::string me = here();
+  for (const auto& n : nodes) {
+    if (std::string why = place::unreachable(launcher, n, me); !why.empty()) {
+      return fail(Errc::kRefused, why);
+    }
+  }
+  return Ok{};
+}
+
 }  // namespace berth::cli

@@ -62,6 +62,11 @@ struct Context {
   // The pool's view of the allocation: every up node with this node's usable cores
   // (held to the node's slots when the scheduler gave them), GPUs and memory.
   std::vector<place::PoolNode> pool_nodes() const;
+  // This node's name in the allocation ("" when the allocation does not hold it).
+  std::string here() const;
+  // Refuses (kRefused) the first of `nodes` that the launcher cannot reach from here
+  // (place::unreachable): nothing may run on this node under another node's name.
+  Result<void> check_reachable(const std::vector<std::string>& nodes) const;
 };
 
 // Reads the environment (or --env-file), discovers the allocation, chooses the

@@ -243,6 +243,7 @@ class Executor {
   // record_settled: moves what the steps saw into report_.settled, when every step was
   // cached or executed and nothing went wrong.
   void collect_settled();
+  void summarise_notices();
   // An empty staging directory with in/ and out/ (spec 04 §7): one left by an earlier
   // step when there is one, else a new <staging>/<pid>.<n>. Any thread.
   Result<std::string> acquire_stage();
@@ -654,6 +655,14 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     app.argv = cmd->argv;
     app.cpu_set = p.cores.empty() ? std::vector<int>{} : p.cores[0];
     app.ranks = s.tasks;
+    if (s.memory_cap_mb) {
+      // berth sets no memory limit on this node (no cgroup of its own): say so with the
+      // step rather than let a cap look kept.
+      r.notices.push_back(
+          fmt::format("memory_cap_mb = {} is not enforced: the step ran on "
+                      "this node, where berth sets no memory limit",
+                      *s.memory_cap_mb));
+    }
   } else {
     if (!o_.machine || !o_.launcher) {
       return failed(fmt::format("placed on '{}', but no launcher reaches other nodes", r.node));
@@ -663,12 +672,18 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     ls.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
     ls.command = cmd->argv;
     ls.memory_cap = s.memory_cap_mb;
+    ls.mpi = s.mpi;
     auto rendered = place::render(*o_.machine, *o_.launcher, p, ls);
     if (!rendered.ok()) return failed(rendered.error().message());
     app.argv = rendered->argv;
+    // What the launcher will not do (an unenforced cap, no --mpi) goes with the step.
+    for (const auto& note : rendered->notes) r.notices.push_back(note);
   }
   for (const auto& [k, v] : cmd->env) app.env.push_back({launch::EnvDirective::kSet, k, v, "", false});
   job.apps.push_back(app);
+  // A step's tasks on this node are one MPI job on berth's own wire-up; through a
+  // launcher, the launcher's wire-up serves them (place::render asks for it).
+  job.mpi = here ? s.mpi : wireup::Mode::kNone;
   job.bind = launch::BindTo::kNone;
   job.node = o_.host;
   job.stdin_mode = launch::StdinMode::kNone;
@@ -1112,6 +1127,20 @@ void Executor::collect_settled() {
   report_.settled = std::move(settled_);
 }
 
+void Executor::summarise_notices() {
+  // One line for the run: how many steps asked for what their launcher did not do, and
+  // the first of them with its first notice; every step keeps its own lines.
+  std::vector<size_t> noted;
+  for (size_t i = 0; i < report_.steps.size(); ++i) {
+    if (!report_.steps[i].notices.empty()) noted.push_back(i);
+  }
+  if (noted.empty()) return;
+  const StepRecord& first = report_.steps[noted[0]];
+  report_.launch_notices.push_back(fmt::format(
+      "{} step(s) asked for what their launcher did not do; {}: {}{}", noted.size(), first.name,
+      first.notices[0], noted.size() > 1 ? " (each step's notices are in the report)" : ""));
+}
+
 Result<RunReport> Executor::run() {
   t0_ = SteadyClock::now();
   report_.pipeline = g_.name;
@@ -1283,6 +1312,7 @@ Result<RunReport> Executor::run() {
     }
   }
   if (o_.record_settled) collect_settled();
+  summarise_notices();
   report_.elapsed_s = now_s();
   return std::move(report_);
 }

@@ -63,6 +63,9 @@ struct StepRecord {
   // adopted from the row on a cache hit or a lost race): the worker's name, or the
   // host for an ordinary run.
   std::string computed_by;
+  // What its launcher did not do that the step asked for (a memory cap not enforced,
+  // a wire-up not given), one line each; reported with the step (spec 04 §8).
+  std::vector<std::string> notices;
 };
 
 struct Divergence {
@@ -88,6 +91,10 @@ struct RunReport {
   std::vector<Divergence> divergences;
   std::vector<std::string> problems;  // corrupt objects found, and the like
   std::vector<std::string> notices;   // what the store said when opened (store notices())
+  // One line per kind of request a launcher did not honour in this run (a memory cap
+  // not enforced, …), naming the steps; each step's own lines are its notices. In the
+  // report these follow `notices`.
+  std::vector<std::string> launch_notices;
   LeaseStats leases;
   // With RunOptions::record_settled, a run in which every step was cached or executed,
   // with no problem and no divergence, leaves what it saw here (settled.h), with

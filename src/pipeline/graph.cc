@@ -98,6 +98,7 @@ Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s,
   st.tasks = s.tasks;
   st.nodes = s.nodes;
   st.memory_cap_mb = s.memory_cap_mb;
+  st.mpi = s.mpi;
 
   // Input paths may use foreach keys and params; never resources or other paths.
   Scope paths = names;

@@ -57,6 +57,7 @@ struct Step {
   int tasks = 1;
   std::optional<int> nodes;
   std::optional<int64_t> memory_cap_mb;
+  wireup::Mode mpi = wireup::Mode::kAuto;
   std::vector<size_t> deps;  // steps whose outputs this one reads; sorted, distinct
 };
 

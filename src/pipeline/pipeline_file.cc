@@ -346,6 +346,12 @@ Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFil
   if (gpus) s.gpus = static_cast<int>(*gpus);
   if (tasks) s.tasks = static_cast<int>(*tasks);
   if (nodes) s.nodes = static_cast<int>(*nodes);
+  BERTH_TRY(std::optional<std::string> mpi, f.string("mpi"));
+  if (mpi) {
+    auto mode = wireup::parse_mode(*mpi);
+    if (!mode.ok()) return f.error(f.node("mpi"), "mpi", mode.error().message());
+    s.mpi = *mode;
+  }
   BERTH_TRY(s.canonical, string_table(f, "canonical", false));
   for (auto& [out, form] : s.canonical) {
     const toml::node* n = t.get("canonical")->as_table()->get(out);

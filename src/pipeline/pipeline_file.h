@@ -17,6 +17,7 @@
 
 #include "pipeline/template.h"
 #include "util/result.h"
+#include "wireup/wireup.h"
 
 namespace berth::pipeline {
 
@@ -69,6 +70,7 @@ struct StepSpec {
   int tasks = 1;
   std::optional<int> nodes;              // absent: the fewest that fit
   std::optional<int64_t> memory_cap_mb;  // per node
+  wireup::Mode mpi = wireup::Mode::kAuto;  // the wire-up its tasks get (spec 07)
   // output -> form, as CanonicalForm::name() writes it (canonical.h); absent: "bytes"
   std::map<std::string, std::string> canonical;
   std::map<std::string, std::string> env;  // name -> value template

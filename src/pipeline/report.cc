@@ -43,7 +43,9 @@ json head_of(const RunReport& r, std::optional<size_t> settled_steps) {
                                 {"ours", d.ours}, {"theirs", d.theirs}});
   }
   j["problems"] = r.problems;
-  j["notices"] = r.notices;
+  std::vector<std::string> notices = r.notices;
+  notices.insert(notices.end(), r.launch_notices.begin(), r.launch_notices.end());
+  j["notices"] = notices;
   j["leases"] = {{"acquired", r.leases.acquired}, {"held", r.leases.held},
                  {"lock_free", r.leases.lock_free}, {"released", r.leases.released},
                  {"rearms", r.leases.rearms}};
@@ -170,6 +172,16 @@ std::string write_steps(const RunReport& r, bool as_cached) {
       out += '}';
     }
     out += '}';
+    if (!s.notices.empty() && !hit) {
+      out += ',';
+      put_key(out, "notices");
+      out += '[';
+      for (size_t i = 0; i < s.notices.size(); ++i) {
+        if (i > 0) out += ',';
+        put_string(out, s.notices[i]);
+      }
+      out += ']';
+    }
     if (!s.basis.is_null()) {
       out += ',';
       put_key(out, "basis");

@@ -29,6 +29,7 @@ std::string reference(const RunReport& r) {
     st["end_s"] = s.end_s;
     st["exit_code"] = s.exit_code;
     st["outputs"] = std::move(o);
+    if (!s.notices.empty()) st["notices"] = s.notices;
     if (!s.basis.is_null()) st["basis"] = s.basis;
     steps.push_back(std::move(st));
   }
@@ -65,6 +66,7 @@ TEST(ReportSteps, WrittenAsNlohmannWouldWriteThem) {
   odd.exit_code = -9;
   odd.outputs.clear();
   odd.basis = nullptr;
+  odd.notices = {"the memory cap of 100 MB is not enforced", "\x01 odd \xff"};
   r.steps.push_back(odd);
 
   StepRecord times = plain;
@@ -106,6 +108,7 @@ TEST(ReportSteps, AnyBytesInAnyStringAsNlohmannWritesThem) {
     s.node = bytes(4);
     s.cores = bytes(2);
     s.computed_by = bytes(6);
+    if (i % 3 == 0) s.notices = {bytes(7), bytes(2)};
     s.outputs[bytes(3)] = {bytes(8), bytes(4), bytes(8)};
     r.steps.push_back(s);
   }

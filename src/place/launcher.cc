@@ -72,6 +72,22 @@ CapSupport memory_cap_support(const Launcher& l) {
   return CapSupport::kNone;
 }
 
+std::string unreachable(const Launcher& l, std::string_view node, std::string_view here) {
+  if (node == here) return "";
+  if (l.kind == topo::LauncherKind::kSrun ||
+      (l.kind == topo::LauncherKind::kPalsMpiexec && l.is_pals)) {
+    return "";
+  }
+  const char* what = l.kind == topo::LauncherKind::kLocal
+                         ? "the launcher here is local (no srun, no PALS mpiexec)"
+                         : "mpiexec here is not PALS's";
+  return fmt::format(
+      "node '{}' is not this node ('{}') and nothing here reaches it: {}. "
+      "Run berth on that node (a --worker there shares the work), or inside "
+      "an allocation whose launcher reaches it, or name only this node",
+      str::printable(node), str::printable(here), what);
+}
+
 namespace {
 
 // "22.05.8" -> {22, 5}; nullopt unless it starts with N.N.
@@ -105,6 +121,35 @@ Result<Version> parse_version_flag(std::string_view text) {
                             str::printable(text)));
   }
   return *v;
+}
+
+std::optional<std::vector<std::string>> parse_mpi_plugins(std::string_view text) {
+  std::vector<std::string> names;
+  bool listed = false;
+  for (std::string_view line : str::split(text, '\n')) {
+    line = str::trim(line);
+    if (line.empty()) continue;
+    if (str::to_lower(line).find("mpi plugin types are") != std::string::npos) {
+      listed = true;
+      continue;
+    }
+    size_t colon = line.find("versions available:");
+    if (colon != std::string_view::npos) {
+      // "specific pmix plugin versions available: pmix_v3,pmix_v4"
+      for (auto w : str::split_ws(line.substr(colon + 19))) {
+        for (auto v : str::split(w, ',')) {
+          if (!v.empty()) names.emplace_back(v);
+        }
+      }
+      continue;
+    }
+    if (!listed) continue;
+    bool word = !line.empty();
+    for (char c : line) word = word && (str::is_alnum(c) || c == '_' || c == '-');
+    if (word) names.emplace_back(line);
+  }
+  if (!listed) return std::nullopt;
+  return names;
 }
 
 bool looks_like_pals(std::string_view text) {
@@ -199,6 +244,16 @@ Launcher detect_launcher(topo::LauncherKind kind, VersionProbe& probe) {
       l.version_text = std::string(str::trim(out->substr(0, out->find('\n'))));
       l.version = parse_slurm_version(*out);
       if (!l.version) l.version_text = "unreadable: '" + str::printable(l.version_text) + "'";
+      // Which MPI plugins this Slurm has: asked, never assumed (spec 07 §4).
+      auto list = probe.run({"srun", "--mpi=list"});
+      if (!list.ok()) {
+        l.mpi_text = list.error().message();
+      } else if (!(l.mpi_plugins = parse_mpi_plugins(*list))) {
+        l.mpi_text = "srun --mpi=list: unreadable: '" +
+                     str::printable(str::trim(list->substr(0, list->find('\n')))) + "'";
+      } else {
+        l.mpi_text = "srun --mpi=list";
+      }
       return l;
     }
     case topo::LauncherKind::kPalsMpiexec: {

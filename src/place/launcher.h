@@ -40,6 +40,10 @@ struct Launcher {
   std::string version_text;            // what --version printed (first line), or why not
   bool is_pals = false;                // mpiexec: its --version says PALS
   std::string detected_by;             // "srun --version", "--slurm-version 20.02", ...
+  // srun: the MPI plugins `srun --mpi=list` names (spec 07 §4), asked at run time like
+  // the version; nullopt when not asked or unreadable, with the reason in mpi_text.
+  std::optional<std::vector<std::string>> mpi_plugins;
+  std::string mpi_text;
 };
 
 enum class Mechanism { kSchedulerEnforced, kCpuBinding, kNone };
@@ -54,10 +58,20 @@ CapSupport memory_cap_support(const Launcher& l);
 // Why placement_support() is kNone ("" otherwise), for the refusal message.
 std::string placement_refusal(const Launcher& l);
 
+// Why a launch placed on `node` cannot be started from `here` (this node's name) with
+// `l`, or "" when it can: this node itself, or any node of the allocation when the
+// launcher reaches other nodes (srun, PALS mpiexec). A node nothing reaches is refused
+// rather than run on this node under its name (spec 02 §7).
+std::string unreachable(const Launcher& l, std::string_view node, std::string_view here);
+
 // Reads "slurm 22.05.8" / "slurm-wlm 20.02.7" (first line of srun --version).
 std::optional<Version> parse_slurm_version(std::string_view text);
 // Reads a --slurm-version flag value: "20.11", "22.05.8".
 Result<Version> parse_version_flag(std::string_view text);
+// The plugin names in `srun --mpi=list` output ("MPI plugin types are...", one indented
+// name a line, "specific pmix plugin versions available: pmix_v4"); nullopt when the
+// text has no plugin line.
+std::optional<std::vector<std::string>> parse_mpi_plugins(std::string_view text);
 // Whether `mpiexec --version` output is HPE/Cray PALS's.
 bool looks_like_pals(std::string_view text);
 

@@ -130,6 +130,73 @@ std::vector<int> task_cores(const std::vector<int>& node_cores, int j, int c) {
   return std::vector<int>(b, b + c);
 }
 
+// The --mpi plugin an srun step asks for (spec 07 §4), appended to r.argv. A machine's
+// own --mpi (its launcher_args) stands unless the launch named a different one.
+Result<void> add_slurm_mpi(const Launcher& l, const LaunchSpec& s, Rendered& r) {
+  using wireup::Mode;
+  const bool named = s.mpi != Mode::kAuto;
+  auto machine_flag = std::find_if(r.argv.begin(), r.argv.end(),
+                                   [](const std::string& w) { return w.rfind("--mpi=", 0) == 0; });
+  std::string machine_plugin =
+      machine_flag != r.argv.end() ? machine_flag->substr(6) : std::string();
+  if (s.mpi == Mode::kNone) {
+    if (machine_flag != r.argv.end()) r.argv.erase(machine_flag);
+    r.argv.push_back("--mpi=none");
+    r.wireup = "none";
+    return Ok{};
+  }
+  if (!named && !machine_plugin.empty()) {
+    r.wireup = "srun --mpi=" + machine_plugin + " (the machine's)";
+    return Ok{};
+  }
+  if (!named && s.tasks == 1) return Ok{};  // one task needs no peers
+  const char* wanted = named ? wireup::mode_name(s.mpi) : "pmix or pmi2";
+  if (!l.mpi_plugins) {
+    std::string why = l.mpi_text.empty() ? "srun --mpi=list was not asked" : l.mpi_text;
+    if (named) {
+      return fail(
+          Errc::kRefused,
+          fmt::format("--mpi {}: which MPI plugins this Slurm has is unknown ({})", wanted, why));
+    }
+    r.notes.push_back(
+        fmt::format("no --mpi rendered: which MPI plugins this Slurm has is "
+                    "unknown ({}); the step gets Slurm's MpiDefault",
+                    why));
+    return Ok{};
+  }
+  auto has = [&](std::string_view name) {
+    return std::find(l.mpi_plugins->begin(), l.mpi_plugins->end(), name) != l.mpi_plugins->end();
+  };
+  std::string plugin;
+  if ((s.mpi == Mode::kAuto || s.mpi == Mode::kPmix) && has("pmix")) plugin = "pmix";
+  // Slurm's pmi2 plugin answers PMI-1 clients too, so it serves pmi1 as well.
+  if (plugin.empty() && s.mpi != Mode::kPmix && has("pmi2")) plugin = "pmi2";
+  std::string offered = l.mpi_plugins->empty() ? "none" : str::join(*l.mpi_plugins, ", ");
+  if (plugin.empty()) {
+    if (named) {
+      return fail(Errc::kRefused,
+                  fmt::format("--mpi {}: this Slurm has no MPI plugin for it (srun --mpi=list: "
+                              "{}); its {} tasks would start as singletons",
+                              wanted, offered, s.tasks));
+    }
+    r.notes.push_back(
+        fmt::format("no --mpi rendered: this Slurm has neither pmix nor pmi2 "
+                    "(srun --mpi=list: {}); MPI tasks would start as singletons",
+                    offered));
+    return Ok{};
+  }
+  if (machine_flag != r.argv.end()) {
+    if (machine_plugin != plugin) {
+      r.notes.push_back(fmt::format("replaced the machine's --mpi={} with --mpi={}, as asked",
+                                    machine_plugin, plugin));
+    }
+    r.argv.erase(machine_flag);
+  }
+  r.argv.push_back("--mpi=" + plugin);
+  r.wireup = "srun --mpi=" + plugin;
+  return Ok{};
+}
+
 CapState cap_state(const LaunchSpec& s, const Launcher& l) {
   if (!s.memory_cap) return CapState::kAbsent;
   return memory_cap_support(l) == CapSupport::kEnforced ? CapState::kEnforced
@@ -181,6 +248,7 @@ Result<Rendered> render_srun(const topo::MachineDescription& m, const Launcher& 
     r.argv.push_back(fmt::format("--ntasks={}", s.tasks));
     r.argv.push_back(fmt::format("--cpus-per-task={}", s.cpus_per_task));
   }
+  BERTH_CHECK(add_slurm_mpi(l, s, r));
   r.memory_cap = cap_state(s, l);
   if (r.memory_cap == CapState::kEnforced) {
     r.argv.push_back(fmt::format("--mem={}M", *s.memory_cap));
@@ -265,6 +333,15 @@ Result<Rendered> render_pals(const topo::MachineDescription& m, const Launcher& 
     r.notes = kb.notes;
     for (const auto& w : kb.words) r.argv.push_back(w);
   }
+  // PALS's mpiexec wires its ranks up itself (PMI), whatever is asked: say so when
+  // something else was.
+  r.wireup = "PALS mpiexec";
+  if (s.mpi != wireup::Mode::kAuto) {
+    r.notes.push_back(
+        fmt::format("--mpi {} is not rendered: PALS mpiexec serves its own PMI "
+                    "wire-up to every launch",
+                    wireup::mode_name(s.mpi)));
+  }
   r.memory_cap = cap_state(s, l);
   if (r.memory_cap == CapState::kNotEnforced) {
     r.notes.push_back(fmt::format(
@@ -279,6 +356,7 @@ Result<Rendered> render_local(const topo::MachineDescription& m, const Launcher&
                               const std::optional<Placement>& p, const LaunchSpec& s) {
   Rendered r;
   r.argv = s.command;
+  r.wireup = s.mpi == wireup::Mode::kNone ? "none" : "berth (PMIx, PMI)";
   r.memory_cap = cap_state(s, l);
   if (r.memory_cap == CapState::kNotEnforced) {
     r.notes.push_back(fmt::format(

@@ -4,6 +4,9 @@
 // task, memory cap, command) to an argv and an environment, with a report of what
 // will be enforced. Each case was established by measurement:
 //
+// Every launcher is asked for the MPI wire-up the launch needs (spec 07 §4): srun for
+// the plugin `srun --mpi=list` says it has (pmix before pmi2), never one assumed.
+//
 //   Slurm >= 20.11  exactly the resources needed (--exact), the nodes named, the GPU
 //                   total (--gpus=0 for none: an unstated GPU requirement is a claim on
 //                   every GPU), the cap as --mem=<N>M. Scheduler-enforced.
@@ -34,6 +37,7 @@
 #include "place/placement.h"
 #include "topo/machine.h"
 #include "util/result.h"
+#include "wireup/mode.h"
 
 namespace berth::place {
 
@@ -45,6 +49,9 @@ struct LaunchSpec {
   // The GPU visibility variable for the local launcher when the machine names none
   // (from the node's GPU vendor); "" means CUDA_VISIBLE_DEVICES.
   std::string local_gpu_variable;
+  // The MPI wire-up the tasks need (spec 07 §4). Under auto a launch of one task asks
+  // for none; under a named mode a launcher that cannot give it refuses the launch.
+  wireup::Mode mpi = wireup::Mode::kAuto;
 };
 
 // What became of a memory cap: rendered and kept, stated but not kept (reported, not
@@ -60,6 +67,9 @@ struct Rendered {
   std::vector<int> bind_cpus;
   Mechanism mechanism = Mechanism::kNone;  // kNone without a placement
   CapState memory_cap = CapState::kAbsent;
+  // Who wires the tasks up: "srun --mpi=pmix", "PALS mpiexec", "berth (PMIx, PMI)",
+  // "none"; "" when nothing was asked for (one task under auto).
+  std::string wireup;
   // What was dropped or decided, for people ("dropped the machine's gpu_bind=none").
   std::vector<std::string> notes;
 };

@@ -252,7 +252,10 @@ class FakeProbe : public VersionProbe {
 TEST(Launcher, DetectsFromWhatTheLauncherPrints) {
   FakeProbe old_slurm(std::string("slurm 20.02.7\n"));
   Launcher l = detect_launcher(topo::LauncherKind::kSrun, old_slurm);
-  EXPECT_EQ(old_slurm.seen, std::vector<std::string>{"srun --version"});
+  // The version and the MPI plugins, both asked of srun itself.
+  EXPECT_EQ(old_slurm.seen, (std::vector<std::string>{"srun --version", "srun --mpi=list"}));
+  EXPECT_FALSE(l.mpi_plugins.has_value());  // what it printed lists no plugin
+  EXPECT_NE(l.mpi_text.find("unreadable"), std::string::npos) << l.mpi_text;
   EXPECT_EQ(placement_support(l), Mechanism::kCpuBinding);
   EXPECT_EQ(memory_cap_support(l), CapSupport::kNone);
 
@@ -295,6 +298,91 @@ TEST(Placement, IdsFormatAndParse) {
   EXPECT_FALSE(parse_ids("x", "--cores").ok());
   EXPECT_FALSE(parse_ids("", "--cores").ok());
   EXPECT_FALSE(parse_ids("99999999", "--cores").ok());
+}
+
+TEST(Launcher, ReadsTheMpiPluginList) {
+  // What Slurm 22.05's srun --mpi=list prints.
+  auto got = parse_mpi_plugins(
+      "MPI plugin types are...\n\tnone\n\tcray_shasta\n\tpmi2\n\tpmix\n"
+      "specific pmix plugin versions available: pmix_v4\n");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, (std::vector<std::string>{"none", "cray_shasta", "pmi2", "pmix", "pmix_v4"}));
+  EXPECT_EQ(parse_mpi_plugins("MPI plugin types are...\n\tnone\n"),
+            std::optional<std::vector<std::string>>(std::vector<std::string>{"none"}));
+  EXPECT_FALSE(parse_mpi_plugins("srun: error: invalid option\n").has_value());
+  EXPECT_FALSE(parse_mpi_plugins("").has_value());
+}
+
+// An srun step asks for the wire-up the launch needs, from the plugins Slurm has.
+TEST(Render, SrunAsksForTheMpiPluginSlurmHas) {
+  const topo::MachineDescription& m = machine("generic");
+  Launcher l = srun(22, 5);
+  l.mpi_plugins = std::vector<std::string>{"none", "pmi2", "pmix", "pmix_v4"};
+  LaunchSpec s;
+  s.tasks = 4;
+  s.command = {"./a.out"};
+  struct Case {
+    wireup::Mode mode;
+    int tasks;
+    std::vector<std::string> plugins;
+    std::string flag;  // "" = no --mpi; "refused" = render fails
+  };
+  const Case cases[] = {
+      {wireup::Mode::kAuto, 4, {"none", "pmi2", "pmix"}, "--mpi=pmix"},
+      {wireup::Mode::kAuto, 1, {"none", "pmi2", "pmix"}, ""},  // one task needs no peers
+      {wireup::Mode::kAuto, 4, {"none", "pmi2"}, "--mpi=pmi2"},
+      {wireup::Mode::kAuto, 4, {"none"}, ""},  // a note, not a refusal
+      {wireup::Mode::kPmix, 1, {"none", "pmix"}, "--mpi=pmix"},
+      {wireup::Mode::kPmix, 4, {"none", "pmi2"}, "refused"},
+      {wireup::Mode::kPmi2, 4, {"pmi2", "pmix"}, "--mpi=pmi2"},
+      {wireup::Mode::kPmi1, 4, {"pmi2"}, "--mpi=pmi2"},  // Slurm's pmi2 serves PMI-1
+      {wireup::Mode::kNone, 4, {"pmix"}, "--mpi=none"},
+  };
+  for (const auto& c : cases) {
+    l.mpi_plugins = c.plugins;
+    s.mpi = c.mode;
+    s.tasks = c.tasks;
+    auto r = render(m, l, std::nullopt, s);
+    std::string what = std::string(wireup::mode_name(c.mode)) + " x" + std::to_string(c.tasks);
+    if (c.flag == "refused") {
+      ASSERT_FALSE(r.ok()) << what;
+      EXPECT_EQ(r.error().code(), Errc::kRefused);
+      EXPECT_NE(r.error().message().find("srun --mpi=list"), std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << what << ": " << r.error().message();
+    std::vector<std::string> flags;
+    for (const auto& w : r->argv) {
+      if (w.rfind("--mpi", 0) == 0) flags.push_back(w);
+    }
+    EXPECT_EQ(flags, c.flag.empty() ? std::vector<std::string>{} : std::vector<std::string>{c.flag})
+        << what;
+    if (c.flag.empty() && c.tasks > 1) {
+      EXPECT_FALSE(r->notes.empty()) << what << ": no --mpi must be said";
+    }
+  }
+  // Unknown plugins: auto says so, a named mode is refused.
+  l.mpi_plugins.reset();
+  l.mpi_text = "srun --mpi=list: did not finish in 10 s";
+  s.mpi = wireup::Mode::kAuto;
+  s.tasks = 4;
+  auto r = render(m, l, std::nullopt, s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(str::join(r->notes, "|").find("did not finish"), std::string::npos);
+  s.mpi = wireup::Mode::kPmix;
+  EXPECT_FALSE(render(m, l, std::nullopt, s).ok());
+}
+
+TEST(Render, UnreachableNodesAreNamed) {
+  EXPECT_EQ(unreachable(local(), "vm", "vm"), "");
+  std::string why = unreachable(local(), "othernode", "vm");
+  EXPECT_NE(why.find("'othernode'"), std::string::npos) << why;
+  EXPECT_NE(why.find("local"), std::string::npos) << why;
+  EXPECT_EQ(unreachable(srun(22, 5), "nid002", "nid001"), "");
+  EXPECT_EQ(unreachable(pals(), "x1", "x0"), "");
+  Launcher not_pals;
+  not_pals.kind = topo::LauncherKind::kPalsMpiexec;
+  EXPECT_NE(unreachable(not_pals, "x1", "x0"), "");
 }
 
 }  // namespace
