@@ -2,6 +2,9 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <fstream>
+#include <filesystem>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -43,6 +46,31 @@ Env path_env() {
   Env e;
   e.set("PATH", "/usr/bin:/bin");
   return e;
+}
+
+// The wire-up servers' threads (started by the first job) must block every signal
+// berth takes through a signalfd: the kernel gives a process signal to any thread that
+// does not block it, and a SIGINT taken by libpmix's thread never reaches the job.
+TEST(Job, WireupThreadsTakeNoSignals) {
+  Captured c;
+  ASSERT_TRUE(run_job(job({"/bin/true"}, 2), path_env(), Spawner::real(), c.sinks()).ok());
+  const std::string self = std::to_string(syscall(SYS_gettid));
+  int others = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string tid = e.path().filename();
+    if (tid == self) continue;
+    std::ifstream status(e.path() / "status");
+    std::string line;
+    uint64_t blocked = 0;
+    while (std::getline(status, line)) {
+      if (line.rfind("SigBlk:", 0) == 0) blocked = std::stoull(line.substr(7), nullptr, 16);
+    }
+    ++others;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) {
+      EXPECT_TRUE(blocked & (1ULL << (sig - 1))) << "thread " << tid << " takes signal " << sig;
+    }
+  }
+  EXPECT_GE(others, 2) << "the PMIx and PMI servers' threads";
 }
 
 TEST(Job, ThousandRunsOfEightNeverLoseAChildOrLeak) {

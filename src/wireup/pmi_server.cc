@@ -24,6 +24,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "util/signals.h"
 #include "wireup/pmi_job_state.h"
 #include "wireup/pmi_wire.h"
 
@@ -131,6 +132,7 @@ Server::~Server() {
 
 Result<void> Server::run_thread() {
   try {
+    SignalsBlocked blocked;  // the thread takes none of berth's signals
     thread_ = std::thread([this] { loop(); });
   } catch (const std::system_error& e) {
     return fail(Errc::kIo, fmt::format("cannot start the PMI server's thread: {}", e.what()));

@@ -26,6 +26,8 @@
 #include <mutex>
 #include <optional>
 
+#include "util/signals.h"
+
 namespace berth::wireup {
 namespace {
 
@@ -337,7 +339,11 @@ Result<void> Server::start() {
   info.str(PMIX_SERVER_NSPACE, fmt::format("berth.{}", ::getpid()));
   info.rank(PMIX_SERVER_RANK, 0);
   pmix_data_array_t arr = info.convert();
-  pmix_status_t rc = PMIx_server_init(&g_module, static_cast<pmix_info_t*>(arr.array), arr.size);
+  pmix_status_t rc;
+  {
+    SignalsBlocked blocked;  // libpmix's progress thread takes none of berth's signals
+    rc = PMIx_server_init(&g_module, static_cast<pmix_info_t*>(arr.array), arr.size);
+  }
   PMIx_Data_array_destruct(&arr);
   if (rc != PMIX_SUCCESS) {
     return fail(Errc::kUnsupported,

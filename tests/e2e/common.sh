@@ -11,7 +11,13 @@ T=$(mktemp -d /tmp/berth-e2e.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 FAILS=0
 
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+# fail MESSAGE: counts the failure; the last berth command's stderr (run) goes with it,
+# so a failure in CI says why berth did what it did.
+fail() {
+  echo "FAIL: $*" >&2
+  if [[ -n ${ERR:-} ]]; then printf '  (stderr of the last berth run: %s)\n' "${ERR:0:2000}" >&2; fi
+  FAILS=$((FAILS + 1))
+}
 ok() { echo "ok   $*"; }
 
 # run ARGS...: runs berth, leaving $OUT, $ERR and $RC.
