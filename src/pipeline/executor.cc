@@ -579,7 +579,8 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
   d.record = report_.steps[i];
   StepRecord& r = d.record;
   r.key = key;
-  r.node = p.nodes.empty() ? o_.host : p.nodes[0];
+  // Every node the step runs on, not only the first (a two-node MPI step is on both).
+  r.node = p.nodes.empty() ? o_.host : str::join(p.nodes, ",");
   r.cores = place::format_ids(p.cores.empty() ? std::vector<int>{} : p.cores[0]);
   r.start_s = now_s();
   std::string started = iso_now();

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# MPI steps inside a real Slurm allocation (the local 4-node cluster, MpiDefault none):
+# a two-node step of 4 tasks is one 4-rank job — Open MPI through the pmix plugin
+# berth asks srun for (found by srun --mpi=list, not assumed), MPICH through
+# --mpi=pmi2. berth machine says which plugin a launch gets. A memory cap is rendered
+# as --mem and enforced on Slurm >= 20.11, so no notice is given there.
+. "$(dirname "$0")/common.sh"
+need_slurm
+chmod 755 "$T"
+for cc in mpicc.openmpi mpicc.mpich; do
+  command -v $cc >/dev/null || { echo "FAIL: $cc is missing; run scripts/install-deps.sh" >&2; exit 1; }
+done
+mpicc.openmpi -o "$T/probe_ompi" "$E2E/data/mpi/probe.c"
+mpicc.mpich -o "$T/probe_mpich" "$E2E/data/mpi/probe.c"
+cat >"$T/p.toml" <<X
+# Open MPI over emulated nodes needs TCP between its ranks (their shared-memory
+# transport assumes one node per host).
+[[step]]
+name = "ompi"
+run = "$T/probe_ompi hello >> {out.o}"
+outputs = ["o"]
+tasks = 4
+nodes = 2
+env = { OMPI_MCA_btl = "self,tcp", OMPI_ALLOW_RUN_AS_ROOT = "1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = "1" }
+
+[[step]]
+name = "mpich"
+run = "$T/probe_mpich hello >> {out.o}"
+outputs = ["o"]
+tasks = 4
+nodes = 2
+mpi = "pmi2"
+
+[[step]]
+name = "capped"
+run = "echo capped > {out.o}"
+outputs = ["o"]
+memory_cap_mb = 100
+X
+export BERTH T
+if ! timeout 180 salloc -N2 -n4 bash -c 'cd "$T" && "$BERTH" run p.toml --format json >report.json 2>err;
+      "$BERTH" machine --format json >machine.json;
+      "$BERTH" place -n 1 --nodes n1 --memory-cap 100 -- true >place.txt' >"$T/log" 2>&1; then
+  fail "salloc run failed: $(cat "$T/log" "$T/err" 2>/dev/null)"
+  finish
+fi
+OUT=$(cat "$T/report.json")
+expect_eq "three executed" "$(json "j['executed']")" 3
+for impl in ompi mpich; do
+  expect_eq "$impl: a two-node step of 4 tasks is one 4-rank job" \
+    "$(awk '{print $3, $4, $7, $8}' "$T/results/$impl/o" | sort | uniq -c | awk '{$1=$1; print}')" \
+    "4 of 4 sum 6"
+  expect_eq "$impl: ...on two nodes" "$(json "j['steps'][[s['name'] for s in j['steps']].index('$impl')]['node'].count(',') + 1")" 2
+done
+expect_eq "the cap was enforced: no notice" "$(json "j['notices']")" "[]"
+expect_contains "the cap is rendered as --mem" "$(cat "$T/place.txt")" "--mem=100M"
+expect_eq "...and nothing was said of it" "$(grep -c 'not enforced' "$T/err" || true)" 0
+OUT=$(cat "$T/machine.json")
+expect_eq "berth machine: the plugins srun listed" "$(json "'pmix' in j['launcher']['mpi_plugins']")" True
+expect_eq "berth machine: a launch gets pmix" "$(json "j['mpi_wireup']['by']")" "srun --mpi=pmix"
+finish
