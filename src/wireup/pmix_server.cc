@@ -339,6 +339,12 @@ Result<void> Server::start() {
   info.str(PMIX_SERVER_NSPACE, fmt::format("berth.{}", ::getpid()));
   info.rank(PMIX_SERVER_RANK, 0);
   pmix_data_array_t arr = info.convert();
+  // libpmix's hash datastore rather than its shared-memory ones (ds12, ds21): no
+  // segment is made and mapped per namespace, which a job of one short task would pay
+  // for, and nothing of libpmix's writes into memory it did not allocate with malloc
+  // (the shared-memory stores' lock set-up trips AddressSanitizer). libpmix reads its
+  // parameters from the environment only; a user's own choice stands.
+  ::setenv("PMIX_MCA_gds", "hash", 0);
   pmix_status_t rc;
   {
     SignalsBlocked blocked;  // libpmix's progress thread takes none of berth's signals
