@@ -5,8 +5,10 @@
 #   bench/launch/run.sh [BUILD_DIR] [PATH_TO_BERTH]
 #
 # BUILD_DIR defaults to build/release. PATH_TO_BERTH ("auto" = BUILD_DIR/berth) adds
-# `berth launch -n 64 /bin/true` against Open MPI's mpirun. Missing tools (GNU parallel,
-# mpirun, a berth with `launch`) are skipped with a message. BENCH_ARGS is passed to
+# `berth launch -n 64 /bin/true` against Open MPI's mpirun, and a 16-rank MPI hello
+# (MPI_Init, an allreduce, a ring, MPI_Finalize; compiled here with both mpiccs) under
+# berth launch against mpirun (Open MPI) and mpiexec.hydra (MPICH), side by side.
+# Missing tools (GNU parallel, mpirun, a berth with `launch`) are skipped with a message. BENCH_ARGS is passed to
 # bench_launch (e.g. BENCH_ARGS="--runs 1 --rss-mib 0" for a quick look).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -87,7 +89,7 @@ if [ -z "$berth" ]; then
   echo "  skipped berth launch: no PATH_TO_BERTH given"
 elif [ ! -x "$berth" ] || ! "$berth" launch --help >/dev/null 2>&1; then
   echo "  skipped berth launch: $berth has no 'launch' command"
-elif berth_t=$(best_of "$runs" "$berth" launch -n "$ranks" /bin/true); then
+elif berth_t=$(best_of "$runs" "$berth" launch --oversubscribe -n "$ranks" /bin/true); then
   printf "  %-28s %8.1f ms\n" "berth launch" "$(awk -v t="$berth_t" 'BEGIN { print t * 1000 }')"
   if [ -n "$mpirun_t" ]; then
     awk -v b="$berth_t" -v m="$mpirun_t" 'BEGIN {
@@ -99,4 +101,50 @@ else
   echo "  berth launch failed"
   status=1
 fi
+
+# 4. A 16-rank MPI hello: the whole job's wall time, berth launch against each MPI's
+# own launcher, interleaved, best of 5. Each MPI_Init dominates on two cores; the
+# /bin/true line above is the launchers' own overhead.
+mpi_ranks=16
+mpi_runs=5
+echo
+echo "$mpi_ranks ranks of an MPI hello (init, allreduce, ring, finalize), wall time, best of $mpi_runs:"
+probe=$root/tests/e2e/data/mpi/probe.c
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# compare NAME CC PEER...: compiles the probe with CC and times berth launch against
+# the peer launcher's command line (the binary appended to both).
+compare() {
+  name=$1 cc=$2
+  shift 2
+  if [ -z "$berth" ] || ! "$berth" launch --help >/dev/null 2>&1; then
+    echo "  skipped $name: no berth with launch given"
+    return
+  fi
+  if ! command -v "$cc" >/dev/null 2>&1 || ! command -v "$1" >/dev/null 2>&1; then
+    echo "  skipped $name: $cc or $1 is not installed (scripts/install-deps.sh installs both)"
+    status=1
+    return
+  fi
+  "$cc" -O2 -o "$tmp/$name" "$probe" || { echo "  $name: $cc failed"; status=1; return; }
+  b_best= p_best=
+  i=0
+  while [ "$i" -lt "$mpi_runs" ]; do
+    b=$(best_of 1 timeout -k 5 60 "$berth" launch --oversubscribe -n "$mpi_ranks" "$tmp/$name" hello) ||
+      { echo "  berth launch of $name failed"; status=1; return; }
+    p=$(best_of 1 timeout -k 5 60 "$@" "$tmp/$name" hello) ||
+      { echo "  $* of $name failed"; status=1; return; }
+    b_best=$(awk -v a="$b" -v m="$b_best" 'BEGIN { print (m == "" || a < m) ? a : m }')
+    p_best=$(awk -v a="$p" -v m="$p_best" 'BEGIN { print (m == "" || a < m) ? a : m }')
+    i=$((i + 1))
+  done
+  awk -v b="$b_best" -v p="$p_best" -v n="$name" -v peer="$1" 'BEGIN {
+    printf "  %-8s berth launch %7.1f ms   %-14s %7.1f ms   ratio %.2fx\n", n, b * 1000, peer,
+      p * 1000, b / p }'
+}
+compare openmpi mpicc.openmpi mpirun --oversubscribe --mca odls_base_num_threads 0 -n "$mpi_ranks"
+compare mpich mpicc.mpich mpiexec.hydra -n "$mpi_ranks"
+echo "  (target <= 0.5x mpirun: the ranks' own MPI_Init is most of the job on two cores;"
+echo "   the 64 x /bin/true line is the part a launcher controls)"
 exit $status
