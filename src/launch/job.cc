@@ -483,6 +483,12 @@ void Supervisor::reap() {
     ExitStatus s = decode_wait_status(status);
     r.outcome.status = s;
     std::string msg;
+    if (s.ok() && r.mpi_init && !r.mpi_final && wire_) {
+      // A finalize the rank sent without waiting for its answer may still be in the
+      // server's buffer: have it served before judging (spec 07 §1.1).
+      wire_->sync();
+      handle_wire_events();
+    }
     if (s.ok() && r.mpi_init && !r.mpi_final) {
       // Its peers may be waiting for it in a collective that can never complete.
       msg = fmt::format(

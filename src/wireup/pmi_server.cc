@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -79,9 +80,11 @@ class Server final : public PmiServer {
   Result<void> run_thread();
   Result<PmiJob> add_job(const JobMap& map, EventSink sink) override;
   void remove_job(const std::string& id) override;
+  void sync() override;
 
  private:
   void loop();
+  void drain_all(Round& round);
   void serve(uint64_t token, uint32_t events, Round& round);
   void apply(const std::shared_ptr<Job>& job, uint64_t sender, pmi::Effects& fx, Round& round);
   void send(uint64_t token, std::string bytes);
@@ -100,6 +103,10 @@ class Server final : public PmiServer {
   std::unordered_map<uint64_t, Conn> conns_;
   uint64_t next_token_ = 1;
   const Job* delivering_ = nullptr;  // the job whose sink the thread is calling
+  // sync(): requests counted up by callers, served by the thread (under mu_).
+  uint64_t sync_asked_ = 0;
+  uint64_t sync_done_ = 0;
+  std::condition_variable synced_;
 };
 
 Result<void> validate(const JobMap& map) {
@@ -219,9 +226,49 @@ void Server::loop() {
       }
     }
     deliver(round);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     for (Round::Answer& a : round.answers) send(a.token, std::move(a.bytes));
+    if (sync_done_ < sync_asked_) {
+      // Everything already sent to us, to its end, before the callers go on.
+      uint64_t asked = sync_asked_;
+      Round rest;
+      drain_all(rest);
+      lock.unlock();
+      deliver(rest);
+      lock.lock();
+      for (Round::Answer& a : rest.answers) send(a.token, std::move(a.bytes));
+      sync_done_ = asked;
+      synced_.notify_all();
+    }
   }
+}
+
+// Serves every connection until its buffered bytes are used up (or it reached its
+// end and was closed). Under mu_.
+void Server::drain_all(Round& round) {
+  std::vector<uint64_t> tokens;
+  for (const auto& [token, c] : conns_) tokens.push_back(token);
+  for (uint64_t token : tokens) {
+    // Bounded: a rank still writing cannot keep the caller waiting for ever.
+    for (int pass = 0; pass < 1024; ++pass) {
+      auto it = conns_.find(token);
+      if (it == conns_.end()) break;
+      char peek;
+      ssize_t n = ::recv(it->second.fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      serve(token, EPOLLIN | (n == 0 ? EPOLLRDHUP : 0u), round);
+    }
+  }
+}
+
+void Server::sync() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (std::this_thread::get_id() == thread_.get_id()) return;  // from inside a sink
+  uint64_t want = ++sync_asked_;
+  uint64_t one = 1;
+  (void)!::write(wakefd_, &one, sizeof one);
+  synced_.wait_for(lock, std::chrono::seconds(1),
+                   [&] { return sync_done_ >= want || stop_.load(); });
 }
 
 // One ready socket: write what waits, read what came, answer every whole message.

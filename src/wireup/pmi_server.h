@@ -66,6 +66,12 @@ class PmiServer {
   // wait). A rank blocked in MPI_Abort returns from it when its socket closes, so end
   // the job's processes first. Unknown ids are ignored.
   virtual void remove_job(const std::string& id) = 0;
+  // Serves everything the ranks have already sent — to the end of each socket's
+  // buffered bytes, end of file included — and delivers its events before returning
+  // (bounded by a second). A rank that wrote `cmd=finalize` and exited without
+  // waiting for the answer has its finalize seen by then: the supervisor calls this
+  // before judging such an exit (spec 07 §1.1).
+  virtual void sync() = 0;
 };
 
 }  // namespace berth::wireup

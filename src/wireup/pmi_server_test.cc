@@ -522,6 +522,43 @@ TEST_F(PmiServerTest, FinalizeIsReportedBeforeItIsAnswered) {
   EXPECT_EQ(k.line(), "cmd=finalize_ack");
 }
 
+// A rank that sends its finalize and exits without reading the answer (MPICH's PMI-1
+// client may) leaves the finalize in the socket: sync() serves it before returning.
+TEST_F(PmiServerTest, SyncServesWhatWasAlreadySent) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  // Job a's init holds the server's thread in a sink until released.
+  auto a = server_->add_job(JobMap::local("a", "n", {1}), [&](const RankEvent& e) {
+    if (e.kind != Kind::kInit) return;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+  });
+  ASSERT_TRUE(a.ok());
+  auto b = server_->add_job(JobMap::local("b", "n", {1}), log_.sink());
+  ASSERT_TRUE(b.ok());
+  Client ka(a->child_fds[0]);
+  {
+    Client kb(b->child_fds[0]);
+    EXPECT_EQ(kb.ask("cmd=init pmi_version=1 pmi_subversion=1\n"),
+              "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
+    ka.send("cmd=init pmi_version=1 pmi_subversion=1\n");  // the thread now waits in a's sink
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kb.send("cmd=finalize\n");
+  }  // b's rank exits without reading the answer
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+    cv.notify_all();
+  });
+  server_->sync();
+  std::vector<std::string> got;
+  for (const RankEvent& e : log_.now()) got.push_back(EventLog::str(e));
+  releaser.join();
+  EXPECT_EQ(got, (std::vector<std::string>{"init 0", "finalize 0"}));
+}
+
 TEST_F(PmiServerTest, RemoveJobFromInsideTheSink) {
   std::atomic<int> calls{0};
   PmiServer* server = server_.get();

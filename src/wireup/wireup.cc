@@ -34,6 +34,11 @@ class Job final : public JobWire {
     fd = -1;
   }
   const std::vector<std::string>& notices() const override { return notices_; }
+  void sync() override {
+    // PMIx's finalize is answered only after berth has seen it; PMI's is not waited
+    // for by every client, so what PMI ranks sent is served to its end first.
+    if (pmi_ != nullptr) pmi_->sync();
+  }
 
   std::string id_;
   PmixServer* pmix_ = nullptr;

@@ -39,6 +39,9 @@ class JobWire {
   // JobWire; close_child_fd() once the rank has been spawned (or never will be).
   virtual int child_fd(int rank) const = 0;
   virtual void close_child_fd(int rank) = 0;
+  // Has every event the ranks have already caused delivered (PmiServer::sync): call
+  // before judging a rank that exited without a finalize on record.
+  virtual void sync() = 0;
   // What this job will not get that it may expect ("PMIx is unavailable: …").
   virtual const std::vector<std::string>& notices() const = 0;
 };
