@@ -131,10 +131,22 @@ compare() {
   b_best= p_best=
   i=0
   while [ "$i" -lt "$mpi_runs" ]; do
-    b=$(best_of 1 timeout -k 5 60 "$berth" launch --oversubscribe -n "$mpi_ranks" "$tmp/$name" hello) ||
-      { echo "  berth launch of $name failed"; status=1; return; }
-    p=$(best_of 1 timeout -k 5 60 "$@" "$tmp/$name" hello) ||
-      { echo "  $* of $name failed"; status=1; return; }
+    # A failure is a finding: its exit status and last lines are printed.
+    t0=$(now)
+    if ! timeout -k 5 60 "$berth" launch --oversubscribe -n "$mpi_ranks" "$tmp/$name" hello \
+        >"$tmp/out" 2>&1; then
+      echo "  berth launch of $name failed (exit $?):"; tail -5 "$tmp/out" | sed 's/^/    /'
+      status=1
+      return
+    fi
+    b=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.4f", b - a }')
+    t0=$(now)
+    if ! timeout -k 5 60 "$@" "$tmp/$name" hello >"$tmp/out" 2>&1; then
+      echo "  $1 of $name failed (exit $?):"; tail -5 "$tmp/out" | sed 's/^/    /'
+      status=1
+      return
+    fi
+    p=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.4f", b - a }')
     b_best=$(awk -v a="$b" -v m="$b_best" 'BEGIN { print (m == "" || a < m) ? a : m }')
     p_best=$(awk -v a="$p" -v m="$p_best" 'BEGIN { print (m == "" || a < m) ? a : m }')
     i=$((i + 1))

@@ -78,7 +78,7 @@ TEST(Job, ThousandRunsOfEightNeverLoseAChildOrLeak) {
   // descriptors they hold are counted in `before`.
   {
     Captured c;
-    ASSERT_TRUE(run_job(job({"/bin/true"}, 1), path_env(), Spawner::real(), c.sinks()).ok());
+    ASSERT_TRUE(run_job(job({"/bin/true"}, 2), path_env(), Spawner::real(), c.sinks()).ok());
   }
   int before = open_fds();
   for (int i = 0; i < 1000; ++i) {

@@ -458,29 +458,22 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
         PMIx_server_register_client(&proc, uid, gid, nullptr, Completion::done, ccb);
     if (crc != PMIX_SUCCESS) Completion::done(crc, ccb);
   }
-  rc = done->wait();
-  PMIx_Data_array_destruct(&info);
-  if (rc != PMIX_SUCCESS) {
-    remove_job(map.id);
-    return fail(Errc::kUnsupported,
-                fmt::format("the PMIx server refused job {}: {}", map.id, status_text(rc)));
-  }
-
   // Each rank's environment: libpmix's, then what tells Open MPI 4.1 that a runtime
   // started it — it decides from its environment alone whether to ask the server at
   // all, and without this variable runs every rank as a singleton (spec 07 §2.3).
+  // Made while libpmix's thread registers the job: setup_fork needs nothing of it.
   PmixJob out;
   out.env.resize(static_cast<size_t>(size));
+  pmix_status_t fork_rc = PMIX_SUCCESS;
+  int fork_rank = -1;
   for (int r : local) {
     pmix_proc_t proc;
     PMIX_LOAD_PROCID(&proc, ns, static_cast<pmix_rank_t>(r));
     char** env = nullptr;
-    rc = PMIx_server_setup_fork(&proc, &env);
-    if (rc != PMIX_SUCCESS) {
-      remove_job(map.id);
-      return fail(Errc::kUnsupported, fmt::format("the PMIx server could not set up rank {} "
-                                                  "of job {}: {}",
-                                                  r, map.id, status_text(rc)));
+    fork_rc = PMIx_server_setup_fork(&proc, &env);
+    if (fork_rc != PMIX_SUCCESS) {
+      fork_rank = r;
+      break;
     }
     EnvList& e = out.env[static_cast<size_t>(r)];
     for (char** p = env; p != nullptr && *p != nullptr; ++p) {
@@ -494,6 +487,22 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
     std::free(env);
     e.emplace_back("OMPI_MCA_orte_local_daemon_uri", kOmpiDaemonUri);
   }
+
+  // The registration is complete before any rank can start: a client must find its
+  // namespace when it connects. libpmix reads `info` until then.
+  rc = done->wait();
+  PMIx_Data_array_destruct(&info);
+  if (rc != PMIX_SUCCESS) {
+    remove_job(map.id);
+    return fail(Errc::kUnsupported,
+                fmt::format("the PMIx server refused job {}: {}", map.id, status_text(rc)));
+  }
+  if (fork_rc != PMIX_SUCCESS) {
+    remove_job(map.id);
+    return fail(Errc::kUnsupported, fmt::format("the PMIx server could not set up rank {} "
+                                                "of job {}: {}",
+                                                fork_rank, map.id, status_text(fork_rc)));
+  }
   return out;
 }
 
@@ -506,8 +515,10 @@ void Server::deregister(const std::string& id, int size) {
     PMIX_LOAD_PROCID(&proc, ns, static_cast<pmix_rank_t>(r));
     PMIx_server_deregister_client(&proc, Completion::done, expect(done));
   }
+  // Not waited for: the job is already out of the table, so no upcall reaches its sink
+  // whatever libpmix still does, and its id is never used again. Waiting cost every job
+  // two hand-offs to libpmix's thread and back (bench/launch, "wire-up").
   PMIx_server_deregister_nspace(ns, Completion::done, expect(done));
-  (void)done->wait();
 }
 
 void Server::remove_job(const std::string& id) {

@@ -85,6 +85,11 @@ Result<std::unique_ptr<JobWire>> ProcessWireup::serve(const JobMap& map, Mode mo
   job->id_ = map.id;
   job->env_.resize(static_cast<size_t>(map.size()));
   if (mode == Mode::kNone) return std::unique_ptr<JobWire>(std::move(job));
+  // Under auto a job of one rank is not wired: as a singleton an MPI rank is already
+  // "rank 0 of 1", the answer the servers would give, and a namespace costs libpmix
+  // about 0.1 ms of CPU a job, a third of starting /bin/true (bench/launch) — which
+  // the many one-task steps of a pipeline would pay for nothing (spec 07 §1).
+  if (mode == Mode::kAuto && map.size() == 1) return std::unique_ptr<JobWire>(std::move(job));
 
   if (mode == Mode::kAuto || mode == Mode::kPmix) {
     auto server = PmixServer::instance(tmp_root_);

@@ -3,7 +3,8 @@
 //
 // serve() puts a job on the process's servers — the embedded PMIx server, the PMI-1/2
 // socket server, or both (the default: an Open MPI rank asks PMIx, an MPICH rank PMI,
-// and a program that is not MPI asks neither and costs little) — and returns, per
+// and a program that is not MPI asks neither; a job of one rank gets neither under
+// the default, since a singleton is already right) — and returns, per
 // rank, the variables to set before the user's environment directives and the socket
 // to pass as the rank's descriptor 3. The job is taken off the servers when the
 // returned JobWire is destroyed; its sink is never called after that.

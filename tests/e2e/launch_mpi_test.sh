@@ -77,8 +77,10 @@ launch --timeout 60 -n 2 "$T/probe_ompi" spawn
 expect_contains "ompi: berth says what it refused" "$ERR" "asked to spawn processes (MPI_Comm_spawn)"
 
 # The wire-up a rank gets comes before the user's directives, which still win.
-run launch --set-env PMI_SIZE=99 -n 1 sh -c 'echo "$PMI_SIZE ${PMIX_NAMESPACE:+pmix}"'
-expect_eq "directives win over the wire-up" "$OUT" "99 pmix"
+run launch --set-env PMI_SIZE=99 -n 2 sh -c 'echo "$PMI_SIZE ${PMIX_NAMESPACE:+pmix}"'
+expect_eq "directives win over the wire-up" "$OUT" $'99 pmix\n99 pmix'
+run launch -n 1 sh -c 'echo "${PMI_FD:-none} ${PMIX_NAMESPACE:-none}"'
+expect_eq "a job of one rank is not wired under auto" "$OUT" "none none"
 run launch --mpi pmi1 -n 1 sh -c 'echo "${PMI_FD:-none} ${PMIX_NAMESPACE:-none}"'
 expect_eq "--mpi pmi1: the PMI socket only" "$OUT" "3 none"
 run launch --mpi pmix -n 1 sh -c 'echo "${PMI_FD:-none} ${PMIX_NAMESPACE:+pmix}"'
