@@ -16,7 +16,7 @@ PKGS=(
   python3 python3-dev pybind11-dev python3-pytest
   # tests and benchmarks: GoogleTest, Google Benchmark, the tools e2e tests drive
   libgtest-dev libgmock-dev libbenchmark-dev libxml2-utils hwloc procps man-db
-  ca-certificates curl chromium ninja-build make
+  ca-certificates curl chromium ninja-build make parallel
   # MPI programs compiled and run at test time, and the launchers berth is compared with
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   # the services the tests use (scripts/services): Slurm, Grid Engine, Swift's S3 API

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 
+#include "topo/topology_xml.h"
 #include "util/strings.h"
 
 namespace berth::launch {
@@ -189,6 +190,13 @@ Result<void> Supervisor::start_wireup() {
   std::vector<int> sizes;
   for (const AppSpec& app : spec_.apps) sizes.push_back(app.ranks);
   wireup::JobMap map = wireup::JobMap::local(w.next_id(), spec_.node, sizes);
+  map.oversubscribed =
+      !spec_.usable_cores.empty() && static_cast<size_t>(map.size()) > spec_.usable_cores.size();
+  if (map.size() > 1) {
+    // A job of one rank under auto is not served (wireup.h): no topology for it.
+    auto xml = topo::topology_xml();
+    if (xml.ok()) map.topology_xml = std::move(*xml);
+  }
   wire_events_ = std::make_shared<WireEvents>();
   wire_events_->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wire_events_->fd < 0)

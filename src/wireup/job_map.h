@@ -28,6 +28,12 @@ struct JobMap {
   };
   std::vector<Proc> procs;  // by global rank
   std::string tmpdir;       // a directory the job's ranks may use (PMIX_TMPDIR…), "" = none
+  // More ranks on this node than cores for them: the ranks should yield the CPU while
+  // they wait rather than spin (spec 07 §2.3).
+  bool oversubscribed = false;
+  // This node's hwloc topology as XML, handed to the ranks so that each need not
+  // discover it (spec 07 §2.2); "" = none.
+  std::string topology_xml;
 
   int size() const { return static_cast<int>(procs.size()); }
   int apps() const;

@@ -380,6 +380,9 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
   job.u32(PMIX_JOB_NUM_APPS, static_cast<uint32_t>(apps));
   job.u32(PMIX_NUM_NODES, static_cast<uint32_t>(map.nodes.size()));
   job.flag(PMIX_SPAWNED, false);
+  // The node's topology: an Open MPI 4.1 rank loads it from here ("pmix.ltopo", the
+  // key its hwloc layer asks for) instead of discovering it (spec 07 §2.2).
+  if (!map.topology_xml.empty()) job.str("pmix.ltopo", map.topology_xml);
   if (!map.tmpdir.empty()) {
     job.str(PMIX_TMPDIR, map.tmpdir);
     job.str(PMIX_NSDIR, map.tmpdir);
@@ -486,6 +489,10 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
     }
     std::free(env);
     e.emplace_back("OMPI_MCA_orte_local_daemon_uri", kOmpiDaemonUri);
+    // Told so, an oversubscribed Open MPI rank yields while it waits instead of
+    // spinning on a core another rank needs (mpirun says the same; 16 ranks on 2 cores
+    // measured 1.0 s without it, 0.68 s with it).
+    if (map.oversubscribed) e.emplace_back("OMPI_MCA_mpi_oversubscribe", "1");
   }
 
   // The registration is complete before any rank can start: a client must find its
