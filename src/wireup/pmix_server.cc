@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "util/signals.h"
 
@@ -544,10 +545,9 @@ void Server::remove_job(const std::string& id) {
 
 Result<PmixServer*> PmixServer::instance(const std::string& tmp_root) {
   static std::mutex mu;
-  static std::unique_ptr<Server> server;
   static std::optional<Error> failed;
   std::lock_guard<std::mutex> lock(mu);
-  if (server) return static_cast<PmixServer*>(server.get());
+  if (g_server != nullptr) return static_cast<PmixServer*>(g_server);
   if (failed) return *failed;
   std::string root = tmp_root.empty() ? "/tmp" : tmp_root;
   sweep_dead(root);
@@ -557,25 +557,40 @@ Result<PmixServer*> PmixServer::instance(const std::string& tmp_root) {
                    fmt::format("the PMIx server's directory {}: {}", dir, std::strerror(errno)));
     return *failed;
   }
-  auto s = std::make_unique<Server>(dir);
-  g_server = s.get();
+  // Never destroyed: libpmix's thread may call up into it until the process ends.
+  auto* s = new Server(dir);
+  g_server = s;
   auto started = s->start();
   if (!started.ok()) {
     g_server = nullptr;
+    delete s;
     remove_tree(dir);
     failed = started.error();
     return *failed;
   }
-  server = std::move(s);
-  // The server lives as long as the process: libpmix's thread is stopped and its
-  // files removed at exit, after every job has been removed.
+  // At exit libpmix's thread is stopped and the files removed — bounded: a thread
+  // stuck in libpmix (a rank killed holding one of its locks) must not keep berth from
+  // exiting, so the finalize gets two seconds and is then left to the process's end.
   std::atexit([] {
-    if (g_server != nullptr) {
+    auto state = std::make_shared<std::pair<std::mutex, std::condition_variable>>();
+    auto finished = std::make_shared<bool>(false);
+    std::thread t([state, finished] {
       PMIx_server_finalize();
-      remove_tree(g_server->tmpdir());
+      std::lock_guard<std::mutex> l(state->first);
+      *finished = true;
+      state->second.notify_all();
+    });
+    std::unique_lock<std::mutex> l(state->first);
+    if (state->second.wait_for(l, std::chrono::seconds(2), [&] { return *finished; })) {
+      l.unlock();
+      t.join();
+    } else {
+      l.unlock();
+      t.detach();
     }
+    remove_tree(g_server->tmpdir());
   });
-  return static_cast<PmixServer*>(server.get());
+  return static_cast<PmixServer*>(s);
 }
 
 }  // namespace berth::wireup
