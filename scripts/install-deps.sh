@@ -43,14 +43,29 @@ if [[ $(id -u) != 0 ]]; then SUDO=sudo; fi
 if ((${#missing[@]})); then
   echo "[install-deps] installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  # Grid Engine's packages ask for a cell and a master host: answer before they ask.
   host=$(hostname -s 2>/dev/null || cat /proc/sys/kernel/hostname)
+  # Grid Engine's set-up resolves this host's name and fails the install when it
+  # cannot ("sge_gethostbyname failed"); a machine whose /etc/hosts lacks its own name
+  # (a fresh debootstrap root, some containers) gets the line Debian's installer writes.
+  if ! getent hosts "$host" >/dev/null 2>&1; then
+    echo "[install-deps] $host does not resolve: adding '127.0.1.1 $host' to /etc/hosts"
+    echo "127.0.1.1 $host" | $SUDO tee -a /etc/hosts >/dev/null
+  fi
+  # Grid Engine's packages ask for a cell and a master host: answer before they ask.
   for p in gridengine-common gridengine-master gridengine-exec gridengine-client; do
     printf '%s shared/gridengineconfig boolean true\n%s shared/gridenginecell string default\n%s shared/gridenginemaster string %s\n' \
       "$p" "$p" "$p" "$host"
   done | $SUDO debconf-set-selections
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # apt's output goes to a log, shown when it fails: a failing package says why there.
+  log=$(mktemp /tmp/berth-install-deps.XXXXXX)
+  if ! { $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq &&
+         $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
+           "${missing[@]}"; } >"$log" 2>&1; then
+    echo "[install-deps] apt-get failed; the end of its output ($log):" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+  rm -f "$log"
 fi
 
 # s3rver, pinned, into the folder scripts/services/s3.sh serves it from.

@@ -675,7 +675,16 @@ Done Executor::execute(size_t i, const place::Placement& p, const std::string& k
     ls.memory_cap = s.memory_cap_mb;
     ls.mpi = s.mpi;
     auto rendered = place::render(*o_.machine, *o_.launcher, p, ls);
-    if (!rendered.ok()) return failed(rendered.error().message());
+    if (!rendered.ok()) {
+      // Refused by the launcher (a wire-up it cannot give, a placement it cannot
+      // honour): nothing of the step ran, and it says so rather than "failed".
+      if (rendered.error().code() == Errc::kRefused) {
+        Done refused = failed(rendered.error().message(), 0);
+        refused.record.state = StepState::kRefused;
+        return refused;
+      }
+      return failed(rendered.error().message());
+    }
     app.argv = rendered->argv;
     // What the launcher will not do (an unenforced cap, no --mpi) goes with the step.
     for (const auto& note : rendered->notes) r.notices.push_back(note);

@@ -55,6 +55,25 @@ done
 expect_eq "the cap was enforced: no notice" "$(json "j['notices']")" "[]"
 expect_contains "the cap is rendered as --mem" "$(cat "$T/place.txt")" "--mem=100M"
 expect_eq "...and nothing was said of it" "$(grep -c 'not enforced' "$T/err" || true)" 0
+# A named wire-up the launcher cannot be shown to give is refused, nothing run: with
+# --slurm-version standing in for detection, srun --mpi=list is never asked.
+cat >"$T/q.toml" <<X
+[[step]]
+name = "needs-pmix"
+run = "touch $T/ran; echo x > {out.o}"
+outputs = ["o"]
+tasks = 2
+nodes = 2
+mpi = "pmix"
+X
+if ! timeout 120 salloc -N2 -n2 bash -c 'cd "$T" && "$BERTH" run q.toml --slurm-version 22.05 --format json >q.json 2>q.err' >"$T/log2" 2>&1; then
+  : # the run exits 1: a refused step
+fi
+OUT=$(cat "$T/q.json")
+expect_eq "a wire-up srun cannot be shown to give: the step is refused" \
+  "$(json "j['steps'][0]['state']")" refused
+expect_contains "...saying why" "$(json "j['steps'][0]['reason']")" "--mpi pmix"
+expect_eq "...and nothing of it ran" "$([[ -e $T/ran ]] && echo ran || echo no)" no
 OUT=$(cat "$T/machine.json")
 expect_eq "berth machine: the plugins srun listed" "$(json "'pmix' in j['launcher']['mpi_plugins']")" True
 expect_eq "berth machine: a launch gets pmix" "$(json "j['mpi_wireup']['by']")" "srun --mpi=pmix"
