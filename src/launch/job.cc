@@ -20,12 +20,13 @@
 #include <mutex>
 
 #include "topo/topology_xml.h"
+#include "util/clock.h"
 #include "util/strings.h"
 
 namespace berth::launch {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // Descriptors a rank costs berth at most: stdout and stderr pipes, a stdin pipe, and
 // slack for the error pipe during the spawn.
@@ -69,15 +70,6 @@ struct WireEvents {
   }
 };
 
-std::string timestamp() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  tm t{};
-  gmtime_r(&ts.tv_sec, &t);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &t);
-  return fmt::format("{}.{:03}Z", buf, ts.tv_nsec / 1'000'000);
-}
 
 std::string xml_escape(std::string_view s) {
   std::string out;
@@ -172,9 +164,9 @@ class Supervisor {
   bool aborting_ = false;
   std::vector<EscalationStep> steps_;
   size_t next_step_ = 0;
-  Clock::time_point next_step_at_{};
-  std::optional<Clock::time_point> deadline_;
-  std::optional<Clock::time_point> drain_until_;
+  SteadyClock::time_point next_step_at_{};
+  std::optional<SteadyClock::time_point> deadline_;
+  std::optional<SteadyClock::time_point> drain_until_;
   int exit_code_ = 0;
   std::vector<std::string> messages_;
   bool stdin_open_ = false;
@@ -442,7 +434,7 @@ void Supervisor::begin_abort(int code, std::string message) {
   aborting_ = true;
   steps_ = escalation_table(spec_.grace);
   next_step_ = 0;
-  next_step_at_ = Clock::now();
+  next_step_at_ = SteadyClock::now();
   escalate();
 }
 
@@ -454,7 +446,7 @@ void Supervisor::kill_all_groups(int sig) {
 
 void Supervisor::escalate() {
   // Send every step that is due; the loop's poll timeout wakes us for the next one.
-  while (next_step_ < steps_.size() && Clock::now() >= next_step_at_) {
+  while (next_step_ < steps_.size() && SteadyClock::now() >= next_step_at_) {
     int sig = steps_[next_step_].signal;
     for (const Rank& r : ranks_) {
       // Live ranks' groups; SIGKILL also reaches groups whose leader is gone but
@@ -463,7 +455,7 @@ void Supervisor::escalate() {
       if (!r.reaped || sig == SIGKILL) signal_group(r.outcome.pid, sig);
     }
     ++next_step_;
-    if (next_step_ < steps_.size()) next_step_at_ = Clock::now() + steps_[next_step_].after;
+    if (next_step_ < steps_.size()) next_step_at_ = SteadyClock::now() + steps_[next_step_].after;
   }
 }
 
@@ -598,10 +590,10 @@ void Supervisor::loop() {
       // Everything a rank spawned goes with it; then what is left in the pipes is
       // drained for a bounded time (a surviving descendant could hold them open).
       kill_all_groups(SIGKILL);
-      drain_until_ = Clock::now() + std::max(spec_.grace, std::chrono::milliseconds(200));
+      drain_until_ = SteadyClock::now() + std::max(spec_.grace, std::chrono::milliseconds(200));
     }
     if (all_done()) return;
-    if (drain_until_ && Clock::now() >= *drain_until_) {
+    if (drain_until_ && SteadyClock::now() >= *drain_until_) {
       for (Rank& r : ranks_) {
         drain(r.out, r, true);
         drain(r.err, r, true);
@@ -649,9 +641,9 @@ void Supervisor::loop() {
       }
     }
     // Wake for the next escalation step, the timeout or the end of draining.
-    auto now = Clock::now();
-    std::optional<Clock::time_point> wake;
-    auto consider = [&](Clock::time_point t) {
+    auto now = SteadyClock::now();
+    std::optional<SteadyClock::time_point> wake;
+    auto consider = [&](SteadyClock::time_point t) {
       if (!wake || t < *wake) wake = t;
     };
     if (aborting_ && next_step_ < steps_.size()) consider(next_step_at_);
@@ -684,7 +676,7 @@ void Supervisor::loop() {
       }
     }
     reap();
-    if (deadline_ && !aborting_ && Clock::now() >= *deadline_) {
+    if (deadline_ && !aborting_ && SteadyClock::now() >= *deadline_) {
       begin_abort(124, fmt::format("the job timed out after {} ms", spec_.timeout->count()));
     }
     if (aborting_) escalate();
@@ -708,7 +700,7 @@ Result<JobOutcome> Supervisor::run() {
       return fail(Errc::kIo, fmt::format("signalfd: {}", std::strerror(errno)));
     }
   }
-  if (spec_.timeout) deadline_ = Clock::now() + *spec_.timeout;
+  if (spec_.timeout) deadline_ = SteadyClock::now() + *spec_.timeout;
   stdin_open_ = spec_.stdin_mode == StdinMode::kAll;
 
   start_ranks();
@@ -796,7 +788,7 @@ std::string line_prefix(const JobSpec& spec, int rank, pid_t pid, bool is_stderr
     case OutputMode::kTagDetailed:
       return fmt::format("[{},{}][{}:{}]<{}>: ", spec.job_id, rank, spec.node, pid, stream);
     case OutputMode::kTimestamp:
-      return fmt::format("{} [{},{}]<{}>: ", timestamp(), spec.job_id, rank, stream);
+      return fmt::format("{} [{},{}]<{}>: ", utc_text(Clock::real().wall(), /*millis=*/true), spec.job_id, rank, stream);
   }
   return "";
 }

@@ -5,14 +5,20 @@
 // succeeded (or was cached). Its inputs are hashed (files under "bytes", upstream
 // outputs under their canonical form) and its key computed (key.h). A step whose key
 // has a row in the store, with every output object present and verified, is cached:
-// its outputs are materialised and it does not run. Otherwise the pool grants it a
-// placement disjoint from every running step; it runs in its own staging directory
-// through launch (bound to its cores on this node, or through the machine's launcher
-// for a placement elsewhere); its outputs are published as objects and its row
-// written once. A failure skips its dependents; independent steps go on unless
+// its outputs are materialised and it does not run (step_cache.h). A step whose key
+// another step of this run is already computing waits for it and takes its result.
+// Otherwise the pool grants it a placement disjoint from every running step and a
+// StepRunner runs it (step_runner.h; the real one stages, launches and publishes,
+// launch_runner.h). A failure skips its dependents; independent steps go on unless
 // fail_fast. Nothing partial is published: a step's row is written only after every
 // output is stored.
+//
+// run_graph() is the scheduler alone: it never prints and never reads the time but
+// through RunOptions::clock, so that executor_test.cc drives every behaviour with a
+// fake runner and a fake clock.
 #pragma once
+
+#include <poll.h>
 
 #include <atomic>
 #include <chrono>
@@ -20,102 +26,26 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "launch/spawn.h"
 #include "pipeline/graph.h"
 #include "pipeline/index.h"
 #include "pipeline/lease.h"
+#include "pipeline/report.h"
 #include "pipeline/settled.h"
+#include "pipeline/step_runner.h"
 #include "place/pool.h"
+#include "place/launcher.h"
 #include "place/render.h"
 #include "store/object_store.h"
+#include "util/clock.h"
 #include "util/env.h"
 #include "util/result.h"
 
 namespace berth::pipeline {
-
-enum class StepState { kPending, kCached, kExecuted, kFailed, kSkipped, kRefused, kCancelled };
-const char* step_state_name(StepState s);  // "cached", "executed", ...
-
-struct StepRecord {
-  std::string name;
-  StepState state = StepState::kPending;
-  std::string key;
-  std::string reason;       // dry run / failure / refusal: why
-  std::string node;         // where it ran
-  std::string cores;        // "0-1"
-  double start_s = 0;       // seconds since the run began
-  double end_s = 0;
-  int exit_code = 0;
-  // output -> {object, canonical form, canonical hash}
-  struct Output {
-    std::string object, form, canonical;
-  };
-  std::map<std::string, Output> outputs;
-  // What the key was computed from, a JSON object (command, recipe hash, each input's
-  // tagged hashes, tool version hashes), null until keyed: a later --dry-run compares
-  // it with this run's to say what changed.
-  nlohmann::ordered_json basis;
-  // Who computed the outputs (from the provenance record of the run that did: ours, or
-  // adopted from the row on a cache hit or a lost race): the worker's name, or the
-  // host for an ordinary run.
-  std::string computed_by;
-  // What its launcher did not do that the step asked for (a memory cap not enforced,
-  // a wire-up not given), one line each; reported with the step (spec 04 §8).
-  std::vector<std::string> notices;
-};
-
-struct Divergence {
-  std::string step, key, output, ours, theirs;
-};
-
-// What the leases did in a worker run (spec 06).
-struct LeaseStats {
-  int acquired = 0;   // claims this worker won
-  int held = 0;       // times a step was found claimed elsewhere and deferred
-  int lock_free = 0;  // keys whose generations were exhausted: run without a lease
-  int released = 0;   // keys handed back after a failure
-  int rearms = 0;     // waits between scopes for work claimed elsewhere
-};
-
-struct RunReport {
-  std::string pipeline;
-  std::string store;
-  std::string worker;  // worker mode: this worker's name
-  std::string started;  // ISO-8601 UTC
-  double elapsed_s = 0;
-  std::vector<StepRecord> steps;  // graph order
-  std::vector<Divergence> divergences;
-  std::vector<std::string> problems;  // corrupt objects found, and the like
-  std::vector<std::string> notices;   // what the store said when opened (store notices())
-  // One line per kind of request a launcher did not honour in this run (a memory cap
-  // not enforced, …), naming the steps; each step's own lines are its notices. In the
-  // report these follow `notices`.
-  std::vector<std::string> launch_notices;
-  LeaseStats leases;
-  // With RunOptions::record_settled, a run in which every step was cached or executed,
-  // with no problem and no divergence, leaves what it saw here (settled.h), with
-  // everything but its context and steps filled in; settled_steps_json() is what a
-  // rerun reports.
-  std::optional<Settled> settled;
-  int count(StepState s) const;
-  int exit_code() const;  // 0, or 1 when any step failed / was refused, 130 if cancelled
-};
-
-struct Progress {
-  size_t total = 0;
-  size_t done = 0;  // executed + cached + failed + skipped + refused + cancelled
-  size_t running = 0;
-  size_t deferred = 0;  // claimed by another worker
-  int executed = 0, cached = 0, failed = 0, skipped = 0;
-  double elapsed_s = 0;
-  // Seconds left, estimated from the executed steps' mean duration and the
-  // concurrency seen so far; negative while nothing has executed.
-  double eta_s = -1;
-};
 
 struct RunOptions {
   std::string results_dir;   // results/<step>/<output>
@@ -164,6 +94,18 @@ struct RunOptions {
   // RunReport::settled. Needs the index: the record holds the stamps the index knows
   // hashes at.
   bool record_settled = false;
+
+  // The seams (null: the real thing). The clock every time of the run is read from;
+  // what runs a step (step_runner.h; the real one launches); how run() waits for its
+  // descriptors or a deadline (poll(2); a test with a FakeClock advances it instead of
+  // sleeping); what runs tool version commands.
+  const Clock* clock = nullptr;
+  StepRunner* runner = nullptr;
+  std::function<int(pollfd* fds, nfds_t n, int timeout_ms)> wait;
+  place::VersionProbe* probe = nullptr;
+  // A step's output (stdout and stderr), once, after the step: the library never
+  // prints; the CLI prefixes each line with the step's name on stderr.
+  std::function<void(const std::string& step, std::string_view text)> step_output;
 };
 
 
@@ -171,44 +113,5 @@ struct RunOptions {
 // (naming the step and the resource), or when a tool's version cannot be read.
 Result<RunReport> run_graph(const Graph& graph, store::ObjectStore& store, place::Pool& pool,
                             const Env& parent, const RunOptions& options);
-
-// Now, in UTC, as reports and provenance stamp it: "2026-12-03T08:28:07Z".
-std::string iso_now();
-
-// One output's record as a row and the report write it: {object, form, canonical}.
-nlohmann::ordered_json output_json(const StepRecord::Output& o);
-
-// The report as JSON (spec 04 §8) and the HTML timeline. report_steps_json() is its
-// "steps" array alone. report_json(r, steps, ...) is the report around `steps` already
-// written: inline as "steps", or with `as_object` named by "steps_object" (the row a
-// run stores, its steps an object in the store). `settled_steps`: a run answered from
-// a settled record (settled.h), that many steps, all cached ("settled": true).
-std::string report_json(const RunReport& r);
-std::string report_steps_json(const RunReport& r);
-std::string report_json(const RunReport& r, std::string_view steps, bool as_object = false,
-                        std::optional<size_t> settled_steps = std::nullopt);
-// A cached step's reason.
-inline constexpr std::string_view kCachedReason = "cached: the store has a result for this key";
-
-// The "steps" array a rerun of `r` would report, every step cached: each executed step
-// as a cache hit on the row it wrote reads (no times, the reason above), the others as
-// they are. report_steps_json(r) when nothing executed.
-std::string settled_steps_json(const RunReport& r);
-
-// How deep a report's JSON nests, and more: a file deeper than this is not a report,
-// and is refused before a parser recurses into it.
-inline constexpr int kMaxReportDepth = 64;
-
-// Step `name`'s basis in the text of a report as report_json() writes it, dumped as
-// nlohmann::json (keys sorted), found without parsing the rest of the report: nullopt
-// when the step is not there, has no basis, or the text is not laid out so.
-std::optional<std::string> find_step_basis(std::string_view report, std::string_view name);
-
-// The report up to its steps: report_json(r, steps, false, s) is report_json_head(r, s),
-// then the steps, then kReportTail.
-std::string report_json_head(const RunReport& r,
-                             std::optional<size_t> settled_steps = std::nullopt);
-inline constexpr std::string_view kReportTail = "}\n";
-std::string report_html(const RunReport& r);
 
 }  // namespace berth::pipeline

@@ -3,10 +3,38 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/executor.h"
+#include "pipeline/report.h"
+
 #include "util/strings.h"
 
 namespace berth::pipeline {
+
+const char* step_state_name(StepState s) {
+  switch (s) {
+    case StepState::kPending: return "pending";
+    case StepState::kCached: return "cached";
+    case StepState::kExecuted: return "executed";
+    case StepState::kFailed: return "failed";
+    case StepState::kSkipped: return "skipped";
+    case StepState::kRefused: return "refused";
+    case StepState::kCancelled: return "cancelled";
+  }
+  return "pending";
+}
+
+
+int RunReport::count(StepState s) const {
+  int n = 0;
+  for (const auto& st : steps) n += st.state == s;
+  return n;
+}
+
+int RunReport::exit_code() const {
+  if (count(StepState::kCancelled)) return 130;
+  if (count(StepState::kFailed) || count(StepState::kRefused)) return 1;
+  return 0;
+}
+
 
 using json = nlohmann::ordered_json;
 

@@ -34,14 +34,6 @@ std::string base36(uint64_t v) {
   return out;
 }
 
-std::string iso_utc(std::chrono::system_clock::time_point t) {
-  time_t secs = std::chrono::system_clock::to_time_t(t);
-  struct tm tm {};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return std::string(buf, n);
-}
 
 // The value of `key=` in a holder line, or "" when absent.
 std::string_view holder_field(std::string_view line, std::string_view key) {
@@ -214,7 +206,7 @@ Result<CacheLock> CacheLock::acquire(const std::string& dir, std::string_view wo
                             dir, path, who, stale, dir, path));
   }
   std::string line = fmt::format("worker={} host={} pid={} since={}\n", worker, host,
-                                 static_cast<long>(::getpid()), iso_utc(clock.wall()));
+                                 static_cast<long>(::getpid()), utc_text(clock.wall()));
   bool written = write_all(fd, line);
   int err = errno;
   ::close(fd);

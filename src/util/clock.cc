@@ -1,5 +1,9 @@
 #include "util/clock.h"
 
+#include <ctime>
+
+#include <fmt/format.h>
+
 namespace berth {
 namespace {
 
@@ -18,6 +22,21 @@ class RealClock : public Clock {
 Clock& Clock::real() {
   static RealClock clock;
   return clock;
+}
+
+std::string utc_text(std::chrono::system_clock::time_point t, bool millis) {
+  using namespace std::chrono;
+  auto secs = time_point_cast<seconds>(t);
+  if (secs > t) secs -= seconds(1);  // floor, for times before the epoch too
+  std::time_t tt = system_clock::to_time_t(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string out(buf, n);
+  if (millis) out += fmt::format(".{:03}", duration_cast<milliseconds>(t - secs).count());
+  out += 'Z';
+  return out;
 }
 
 }  // namespace berth

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace berth {
 
@@ -33,5 +34,10 @@ class FakeClock : public Clock {
   std::chrono::system_clock::time_point wall_{std::chrono::seconds(1'700'000'000)};
   std::chrono::steady_clock::time_point steady_{};
 };
+
+// A wall-clock time as ISO-8601 UTC, "2026-12-03T08:28:07Z", or with `millis`
+// "2026-12-03T08:28:07.123Z": the one way berth writes a time into a report, a row, a
+// lease or a tagged line.
+std::string utc_text(std::chrono::system_clock::time_point t, bool millis = false);
 
 }  // namespace berth

@@ -21,7 +21,7 @@ name = "s-{n}"
 foreach = { n = [1, 2, 3, 4] }
 run = "l=$(ls -A . in out | tr '\n' ' '); printf '%s' \"$l\" > {out.seen}; touch junk; mkdir -p d/e; touch d/e/f out/extra"
 outputs = ["seen"]
-params = { n = "{n}" }
+env = { N = "{n}" }  # a key of its own per step (params are literal)
 
 [[step]]
 name = "linked"

@@ -1,0 +1,456 @@
+// The executor's scheduling, with no process and no sleep: a fake StepRunner decides
+// what becomes of each step it is handed, a FakeClock stands for time, and the wait
+// seam advances it instead of sleeping (as ninja tests its Builder with a
+// FakeCommandRunner). The store is a MemoryStore; leases are real, over it.
+#include "pipeline/executor.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeline/graph.h"
+#include "pipeline/lease.h"
+#include "pipeline/pipeline_file.h"
+#include "pipeline/step_cache.h"
+#include "store/memory_store.h"
+#include "util/clock.h"
+#include "util/sha256.h"
+
+namespace berth::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What the fake makes of a step, by name. Executed is the default.
+struct Outcome {
+  StepState state = StepState::kExecuted;
+  std::string reason;
+  bool hold = false;  // keep it running until release() or cancel()
+};
+
+class FakeRunner final : public StepRunner {
+ public:
+  explicit FakeRunner(store::ObjectStore& store) : store_(store) {}
+  std::map<std::string, Outcome> outcomes;
+  std::vector<std::string> started;  // in the order handed over
+  int max_running = 0;
+  bool cancelled = false;
+
+  void start(StepTask task, Events events) override {
+    started.push_back(task.record.name);
+    Running r{std::move(task), std::move(events)};
+    Outcome o = outcomes[r.task.record.name];
+    running_.push_back(std::move(r));
+    max_running = std::max(max_running, static_cast<int>(running_.size()));
+    if (!o.hold) finish(running_.size() - 1, o);
+  }
+  void cancel() override {
+    cancelled = true;
+    while (!running_.empty()) finish(0, Outcome{StepState::kCancelled, "cancelled", false});
+  }
+  void join() override {}
+  // Ends the held step `name` as its outcome says (held or not).
+  void release(const std::string& name) {
+    for (size_t k = 0; k < running_.size(); ++k) {
+      if (running_[k].task.record.name != name) continue;
+      Outcome o = outcomes[name];
+      o.hold = false;
+      finish(k, o);
+      return;
+    }
+    ADD_FAILURE() << name << " is not running";
+  }
+  size_t running() const { return running_.size(); }
+
+ private:
+  struct Running {
+    StepTask task;
+    Events events;
+  };
+  void finish(size_t k, const Outcome& o) {
+    Running r = std::move(running_[k]);
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(k));
+    r.events.exited();
+    StepResult d;
+    d.step = r.task.step;
+    d.record = r.task.record;
+    d.record.state = o.state;
+    d.record.reason = o.reason;
+    if (o.state == StepState::kExecuted) {
+      // Its outputs, stored for real: dependents key on them, twins materialise them.
+      std::string outs;
+      for (const std::string& out : r.task.spec->outputs) {
+        auto name = store_.put_object(fmt::format("{} of {}", out, r.task.key));
+        EXPECT_TRUE(name.ok());
+        d.record.outputs[out] = {*name, "bytes", *name};
+        outs += fmt::format(R"({}"{}":{{"object":"{}","form":"bytes","canonical":"{}"}})",
+                            outs.empty() ? "" : ",", out, *name, *name);
+      }
+      // Published as the real runner publishes: the row, once the objects are stored.
+      std::string row = fmt::format(
+          R"({{"version":1,"key":"{}","step":"{}","outputs":{{{}}},"provenance":{{"host":"n0"}}}})",
+          r.task.key, r.task.record.name, outs);
+      EXPECT_TRUE(store_.put_row(store::row_address(kStepsRow, r.task.key), row).ok());
+    }
+    r.events.done(std::move(d));
+  }
+  store::ObjectStore& store_;
+  std::vector<Running> running_;
+};
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / fmt::format("berth-executor-test.{}", ::getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "results");
+    ASSERT_EQ(::pipe2(cancel_, O_CLOEXEC | O_NONBLOCK), 0);
+    o_.results_dir = (dir_ / "results").string();
+    o_.clock = &clock_;
+    o_.runner = &runner_;
+    o_.host = "n0";
+    o_.cancel_fd = cancel_[0];
+    // The wait seam: what is ready now is answered at once; otherwise the test's
+    // on_idle may act (end a held step, cancel, publish elsewhere), and a wait with a
+    // deadline moves the fake clock to it. A wait with no deadline and nothing to do
+    // would be a hang: it fails the test instead.
+    o_.wait = [this](pollfd* fds, nfds_t n, int timeout_ms) {
+      int got = ::poll(fds, n, 0);
+      if (got != 0) return got;
+      if (on_idle) on_idle();
+      got = ::poll(fds, n, 0);
+      if (got != 0) return got;
+      if (timeout_ms < 0) {
+        ADD_FAILURE() << "the executor would wait for ever";
+        ::write(cancel_[1], "x", 1);
+        return ::poll(fds, n, 0);
+      }
+      clock_.advance(std::chrono::milliseconds(timeout_ms));
+      waited_ms_ += timeout_ms;
+      return 0;
+    };
+  }
+  void TearDown() override {
+    ::close(cancel_[0]);
+    ::close(cancel_[1]);
+    fs::remove_all(dir_);
+  }
+
+  // Parses and expands `toml` (no input files: every input is another step's output).
+  Graph graph(const std::string& toml) {
+    auto f = parse_pipeline(toml, "p.toml");
+    EXPECT_TRUE(f.ok()) << f.error().message();
+    auto g = expand(*f, [](const std::string&) { return true; });
+    EXPECT_TRUE(g.ok()) << g.error().message();
+    return std::move(*g);
+  }
+
+  RunReport run(const Graph& g, int cores = 2) {
+    place::PoolNode node;
+    node.name = "n0";
+    for (int c = 0; c < cores; ++c) node.cores.push_back(c);
+    place::Pool pool({node});
+    auto r = run_graph(g, store_, pool, env_, o_);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() ? std::move(*r) : RunReport{};
+  }
+
+  static std::map<std::string, std::string> states(const RunReport& r) {
+    std::map<std::string, std::string> out;
+    for (const auto& s : r.steps) out[s.name] = step_state_name(s.state);
+    return out;
+  }
+  static const StepRecord& step(const RunReport& r, const std::string& name) {
+    for (const auto& s : r.steps) {
+      if (s.name == name) return s;
+    }
+    static StepRecord none;
+    ADD_FAILURE() << "no step " << name;
+    return none;
+  }
+
+  fs::path dir_;
+  int cancel_[2] = {-1, -1};
+  FakeClock clock_;
+  store::MemoryStore store_;
+  FakeRunner runner_{store_};
+  Env env_;
+  RunOptions o_;
+  std::function<void()> on_idle;
+  int waited_ms_ = 0;
+};
+
+constexpr const char* kChainAndOne = R"(
+[[step]]
+name = "a"
+run = "x"
+outputs = ["o"]
+[[step]]
+name = "b"
+run = "y"
+inputs = { i = "@a/o" }
+outputs = ["o"]
+[[step]]
+name = "c"
+run = "z"
+inputs = { i = "@b/o" }
+outputs = ["o"]
+[[step]]
+name = "d"
+run = "w"
+outputs = ["o"]
+)";
+
+TEST_F(ExecutorTest, DependentsRunAfterWhatTheyRead) {
+  Graph g = graph(kChainAndOne);
+  RunReport r = run(g);
+  EXPECT_EQ(states(r),
+            (std::map<std::string, std::string>{
+                {"a", "executed"}, {"b", "executed"}, {"c", "executed"}, {"d", "executed"}}));
+  auto pos = [&](const std::string& n) {
+    return std::find(runner_.started.begin(), runner_.started.end(), n) - runner_.started.begin();
+  };
+  EXPECT_LT(pos("a"), pos("b"));
+  EXPECT_LT(pos("b"), pos("c"));
+  EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST_F(ExecutorTest, AFailureSkipsItsDependentsAndNothingElse) {
+  Graph g = graph(kChainAndOne);
+  runner_.outcomes["a"] = {StepState::kFailed, "rank 0 (x) exited with status 1"};
+  RunReport r = run(g);
+  EXPECT_EQ(states(r),
+            (std::map<std::string, std::string>{
+                {"a", "failed"}, {"b", "skipped"}, {"c", "skipped"}, {"d", "executed"}}));
+  EXPECT_EQ(step(r, "b").reason, "not run: 'a' failed");
+  EXPECT_EQ(step(r, "c").reason, "not run: 'a' failed");
+  EXPECT_EQ(std::count(runner_.started.begin(), runner_.started.end(), "b"), 0);
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST_F(ExecutorTest, FailFastStartsNothingAfterTheFirstFailure) {
+  // One core: the steps run one at a time, in file order.
+  Graph g = graph(R"(
+[[step]]
+name = "s-{i}"
+foreach = { i = ["1", "2", "3", "4"] }
+run = "run {i}"
+outputs = ["o"]
+)");
+  runner_.outcomes["s-2"] = {StepState::kFailed, "exited with status 3"};
+  o_.fail_fast = true;
+  RunReport r = run(g, 1);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"s-1", "s-2"}));
+  EXPECT_EQ(states(r),
+            (std::map<std::string, std::string>{
+                {"s-1", "executed"}, {"s-2", "failed"}, {"s-3", "skipped"}, {"s-4", "skipped"}}));
+  EXPECT_EQ(step(r, "s-3").reason, "not run: --fail-fast");
+}
+
+TEST_F(ExecutorTest, AStepThatCanNeverFitRefusesTheRunBeforeAnythingStarts) {
+  Graph g = graph(R"(
+[[step]]
+name = "big"
+run = "x"
+cores = 8
+)");
+  place::PoolNode node{"n0", {0, 1}, {}, std::nullopt};
+  place::Pool pool({node});
+  auto r = run_graph(g, store_, pool, env_, o_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Errc::kRefused);
+  EXPECT_NE(r.error().message().find("step 'big' can never run here"), std::string::npos)
+      << r.error().message();
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+TEST_F(ExecutorTest, ARefusalByTheRunnerSkipsDependents) {
+  Graph g = graph(kChainAndOne);
+  runner_.outcomes["b"] = {StepState::kRefused, "--mpi pmix: this Slurm has no MPI plugin"};
+  RunReport r = run(g);
+  EXPECT_EQ(step(r, "b").state, StepState::kRefused);
+  EXPECT_EQ(step(r, "c").reason, "not run: 'b' was refused");
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST_F(ExecutorTest, CachedStepsDoNotRun) {
+  Graph g = graph(kChainAndOne);
+  RunReport first = run(g);
+  ASSERT_EQ(first.count(StepState::kExecuted), 4);
+  runner_.started.clear();
+  RunReport second = run(g);
+  EXPECT_TRUE(runner_.started.empty());
+  EXPECT_EQ(second.count(StepState::kCached), 4);
+  EXPECT_EQ(step(second, "a").reason, kCachedReason);
+  // Their results were put in place.
+  EXPECT_TRUE(fs::exists(dir_ / "results" / "c" / "o"));
+}
+
+TEST_F(ExecutorTest, EqualKeysInOneRunAreComputedOnce) {
+  // Six steps whose command does not use their key: one computation, five takers.
+  Graph g = graph(R"(
+[[step]]
+name = "e-{i}"
+foreach = { i = ["1", "2", "3", "4", "5", "6"] }
+run = "same for all"
+outputs = ["o"]
+[[step]]
+name = "after"
+run = "y"
+inputs = { i = "@e-6/o" }
+outputs = ["o"]
+)");
+  RunReport r = run(g);
+  EXPECT_EQ(std::count_if(runner_.started.begin(), runner_.started.end(),
+                          [](const std::string& n) { return n.rfind("e-", 0) == 0; }),
+            1);
+  EXPECT_EQ(r.count(StepState::kExecuted), 2);  // one e-*, and after
+  EXPECT_EQ(r.count(StepState::kCached), 5);
+  EXPECT_TRUE(r.divergences.empty());
+  const std::string& first = runner_.started[0];
+  for (const auto& s : r.steps) {
+    if (s.name == first || s.name == "after") continue;
+    EXPECT_EQ(s.reason,
+              fmt::format("cached: the same key as '{}', computed once in this run", first));
+    EXPECT_EQ(s.outputs.at("o").object, step(r, first).outputs.at("o").object);
+    EXPECT_TRUE(fs::exists(dir_ / "results" / s.name / "o")) << s.name;
+  }
+  EXPECT_EQ(step(r, "after").state, StepState::kExecuted);
+}
+
+TEST_F(ExecutorTest, EqualKeysRunForThemselvesWhenTheFirstFails) {
+  Graph g = graph(R"(
+[[step]]
+name = "e-{i}"
+foreach = { i = ["1", "2"] }
+run = "same"
+outputs = ["o"]
+)");
+  runner_.outcomes["e-1"] = {StepState::kFailed, "flaky"};
+  RunReport r = run(g, 1);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"e-1", "e-2"}));
+  EXPECT_EQ(states(r),
+            (std::map<std::string, std::string>{{"e-1", "failed"}, {"e-2", "executed"}}));
+}
+
+TEST_F(ExecutorTest, EqualKeysInADryRunAreOneWouldRun) {
+  Graph g = graph(R"(
+[[step]]
+name = "e-{i}"
+foreach = { i = ["1", "2"] }
+run = "same"
+outputs = ["o"]
+)");
+  o_.dry_run = true;
+  RunReport r = run(g);
+  EXPECT_TRUE(runner_.started.empty());
+  EXPECT_EQ(step(r, "e-2").reason, "would run: the same key as 'e-1', computed once");
+}
+
+TEST_F(ExecutorTest, CancelEndsRunningStepsAndStartsNoMore) {
+  Graph g = graph(R"(
+[[step]]
+name = "s-{i}"
+foreach = { i = ["1", "2", "3"] }
+run = "run {i}"
+outputs = ["o"]
+)");
+  runner_.outcomes["s-1"].hold = true;
+  // The run idles while s-1 runs: Ctrl-C arrives then.
+  on_idle = [this] { ASSERT_EQ(::write(cancel_[1], "x", 1), 1); };
+  RunReport r = run(g, 1);
+  EXPECT_TRUE(runner_.cancelled);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"s-1"}));
+  EXPECT_EQ(states(r), (std::map<std::string, std::string>{
+                           {"s-1", "cancelled"}, {"s-2", "cancelled"}, {"s-3", "cancelled"}}));
+  EXPECT_EQ(step(r, "s-2").reason, "not run: the run was interrupted");
+  EXPECT_EQ(r.exit_code(), 130);
+}
+
+TEST_F(ExecutorTest, PlacementsAreFreedWhenProcessesEndSoOthersStart) {
+  // Two cores, three one-core steps: the third starts once one of the first two ends.
+  Graph g = graph(R"(
+[[step]]
+name = "s-{i}"
+foreach = { i = ["1", "2", "3"] }
+run = "run {i}"
+outputs = ["o"]
+)");
+  runner_.outcomes["s-1"].hold = true;
+  runner_.outcomes["s-2"].hold = true;
+  // Idle with both running: s-2 ends; idle again with s-1 alone: it ends too.
+  on_idle = [this] {
+    if (runner_.running() == 2) {
+      runner_.release("s-2");
+    } else if (runner_.running() == 1) {
+      runner_.release("s-1");
+    }
+  };
+  RunReport r = run(g, 2);
+  EXPECT_EQ(runner_.max_running, 2);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"s-1", "s-2", "s-3"}));
+  EXPECT_EQ(r.count(StepState::kExecuted), 3);
+}
+
+// Worker mode: a step another worker holds is deferred, and re-armed after a backoff
+// on the clock (no sleep): by then the other worker has published it, so it is cached.
+TEST_F(ExecutorTest, AStepClaimedElsewhereIsDeferredThenFoundCached) {
+  Graph g = graph(R"(
+[[step]]
+name = "mine"
+run = "x"
+outputs = ["o"]
+[[step]]
+name = "theirs"
+run = "y"
+outputs = ["o"]
+)");
+  Leases ours(store_, "w1", Leases::new_token(), clock_, std::chrono::minutes(10));
+  Leases other(store_, "w2", Leases::new_token(), clock_, std::chrono::minutes(10));
+  o_.leases = &ours;
+  o_.worker = "w1";
+  o_.backoff_min = std::chrono::milliseconds(1000);
+  // The key "theirs" will have: learnt from a dry run of the same graph.
+  RunOptions dry = o_;
+  dry.dry_run = true;
+  dry.leases = nullptr;
+  place::PoolNode node{"n0", {0, 1}, {}, std::nullopt};
+  place::Pool pool({node});
+  auto planned = run_graph(g, store_, pool, env_, dry);
+  ASSERT_TRUE(planned.ok());
+  std::string key = step(*planned, "theirs").key;
+  auto held = other.acquire(key);
+  ASSERT_TRUE(held.ok());
+  ASSERT_EQ(held->outcome, Leases::Outcome::kAcquired);
+  // When this worker has nothing left but the deferred step, the other finishes it.
+  bool published = false;
+  on_idle = [&] {
+    if (published) return;
+    published = true;
+    auto obj = store_.put_object("their output");
+    ASSERT_TRUE(obj.ok());
+    std::string row = fmt::format(
+        R"({{"version":1,"key":"{}","step":"theirs","outputs":{{"o":{{"object":"{}","form":"bytes","canonical":"{}"}}}},"provenance":{{"host":"n9","worker":"w2","cores":"0"}}}})",
+        key, *obj, *obj);
+    ASSERT_TRUE(store_.put_row(store::row_address(kStepsRow, key), row).ok());
+  };
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"mine"}));
+  EXPECT_EQ(step(r, "theirs").state, StepState::kCached);
+  EXPECT_EQ(step(r, "theirs").computed_by, "w2");
+  EXPECT_EQ(r.leases.held, 1);
+  EXPECT_EQ(r.leases.rearms, 1);
+  EXPECT_EQ(waited_ms_, 1000) << "one backoff, on the fake clock";
+}
+
+}  // namespace
+}  // namespace berth::pipeline

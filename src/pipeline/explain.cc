@@ -1,0 +1,64 @@
+// Explainer (explain.h).
+#include "pipeline/explain.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "util/strings.h"
+
+namespace berth::pipeline {
+
+using json = nlohmann::ordered_json;
+
+std::string Explainer::why(const std::string& step, const json& b) {
+  // The first few steps to explain are looked up one by one; past that, or for one the
+  // quick look-up does not find, the previous report is parsed once, whole.
+  constexpr int kQuickLookups = 16;
+  std::optional<std::string> quick;
+  if (previous_.given.empty() && previous_.find && !loaded_ && quick_lookups_ < kQuickLookups) {
+    ++quick_lookups_;
+    quick = previous_.find(step);
+  }
+  if (!quick && !loaded_) {
+    loaded_ = true;
+    if (previous_.given.empty() && previous_.load) loaded_previous_ = previous_.load();
+  }
+  const auto& previous = previous_.given.empty() ? loaded_previous_ : previous_.given;
+  auto prev = previous.find(step);
+  if (!quick && prev == previous.end()) return "new: no earlier run of this step is recorded here";
+  json a = json::parse(quick ? *quick : prev->second, nullptr, false);
+  if (a.is_discarded() || !a.is_object() || b.is_discarded()) {
+    return "new: the earlier run's record of this step is unreadable";
+  }
+  std::vector<std::string> why;
+  if (a.value("command", "") != b.value("command", "")) {
+    why.push_back("its command changed");
+  } else if (a.value("recipe", "") != b.value("recipe", "")) {
+    why.push_back("its params, environment or outputs changed");
+  }
+  const json& ai = a.contains("inputs") && a["inputs"].is_object() ? a["inputs"] : json::object();
+  for (auto& [name, items] : b["inputs"].items()) {
+    if (!ai.contains(name)) {
+      why.push_back(fmt::format("input '{}' is new", name));
+    } else if (ai[name] != items) {
+      std::vector<std::string> what;
+      for (size_t k = 0; k < items.size(); ++k) {
+        if (k >= ai[name].size() || ai[name][k] != items[k]) {
+          what.push_back(items[k][0].get<std::string>());
+        }
+      }
+      why.push_back(what.empty()
+                        ? fmt::format("input '{}' changed", name)
+                        : fmt::format("input '{}' changed ({})", name, str::join(what, ", ")));
+    }
+  }
+  const json& at = a.contains("tools") && a["tools"].is_object() ? a["tools"] : json::object();
+  for (auto& [name, v] : b["tools"].items()) {
+    if (!at.contains(name) || at[name] != v) why.push_back(fmt::format("tool '{}' changed", name));
+  }
+  if (why.empty()) return "its result is not in the store (never published, or removed)";
+  return str::join(why, "; ");
+}
+
+}  // namespace berth::pipeline

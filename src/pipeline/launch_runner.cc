@@ -1,0 +1,370 @@
+// LaunchStepRunner (launch_runner.h).
+#include "pipeline/launch_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "launch/job.h"
+#include "pipeline/canonical.h"
+#include "pipeline/canonicaliser.h"
+#include "pipeline/command.h"
+#include "place/render.h"
+#include "util/files.h"
+#include "util/strings.h"
+
+namespace berth::pipeline {
+namespace {
+
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+// The canonical hash of an output file under `form`.
+Result<CanonicalHash> hash_output(const std::string& path, const std::string& form_text,
+                                  const std::string& object) {
+  BERTH_TRY(CanonicalForm form, parse_canonical_form(form_text));
+  if (form.kind == CanonicalForm::Kind::kBytes) return CanonicalHash{form.name(), object};
+  BERTH_TRY(std::string bytes, files::read_file(path, 1ull << 32));
+  // A user's canonicaliser runs in the step's staging directory, like the step.
+  std::string cwd = fs::path(path).parent_path().parent_path().string();
+  CommandHook hook = [&cwd](const std::vector<std::string>& argv, std::string_view in) {
+    return run_canonicaliser(argv, in, cwd);
+  };
+  return canonical_hash(form, bytes, hook);
+}
+
+// Who a provenance record says computed the outputs.
+std::string computed_by(const json& prov) {
+  for (const char* k : {"worker", "host"}) {
+    if (prov.contains(k) && prov[k].is_string() && !prov[k].get<std::string>().empty()) {
+      return prov[k].get<std::string>();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+double LaunchStepRunner::now_s() const {
+  return std::chrono::duration<double>(clock().steady() - o_.t0).count();
+}
+
+void LaunchStepRunner::start(StepTask task, Events events) {
+  reap_finished();
+  size_t step = task.step;
+  std::lock_guard<std::mutex> lock(mu_);
+  threads_.emplace(step, std::thread([this, task = std::move(task), events = std::move(events)] {
+                     bool released = false;
+                     Events once = events;
+                     // The placement is freed once: when the processes end, or here for a step that
+                     // failed before it launched.
+                     once.exited = [&released, &events] {
+                       if (released) return;
+                       released = true;
+                       events.exited();
+                     };
+                     StepResult d = execute(task, once);
+                     once.exited();
+                     {
+                       std::lock_guard<std::mutex> l(mu_);
+                       finished_.push_back(task.step);
+                     }
+                     events.done(std::move(d));
+                   }));
+}
+
+void LaunchStepRunner::reap_finished() {
+  std::vector<std::thread> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t step : finished_) {
+      auto t = threads_.find(step);
+      if (t == threads_.end()) continue;
+      gone.push_back(std::move(t->second));
+      threads_.erase(t);
+    }
+    finished_.clear();
+  }
+  for (auto& t : gone) t.join();
+}
+
+void LaunchStepRunner::join() {
+  std::map<size_t, std::thread> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(threads_);
+    finished_.clear();
+  }
+  for (auto& [step, t] : all) t.join();
+}
+
+StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
+  const Step& s = *t.spec;
+  const size_t i = t.step;
+  const place::Placement& p = t.placement;
+  const std::string& key = t.key;
+  const std::vector<StepRecord::Output>& upstream = t.upstream;
+  const std::vector<FileStamp>& stamps = t.stamps;
+  (void)i;
+  StepResult d;
+  d.step = t.step;
+  d.record = t.record;
+  StepRecord& r = d.record;
+  std::string started = utc_text(clock().wall());
+  std::string stage;
+  auto cleanup = [&] {
+    if (stage.empty()) return;
+    staging_.release(std::move(stage));
+    stage.clear();
+  };
+  // end_s is when the step's processes ended (or it failed before they started): its
+  // cores are given to the next step then, so a later end would overlap that step on
+  // the same cores in the report's timeline. Publishing is berth's time, not the step's.
+  bool ended = false;
+  auto end_now = [&] {
+    if (ended) return;
+    ended = true;
+    r.end_s = now_s();
+  };
+  auto failed = [&](std::string why, int code = 1) {
+    r.state = StepState::kFailed;
+    r.reason = std::move(why);
+    r.exit_code = code;
+    end_now();
+    cleanup();
+    return d;
+  };
+
+  // 1. An empty staging directory of its own: inputs linked in, outputs written there.
+  auto staged = staging_.acquire();
+  if (!staged.ok()) return failed(staged.error().message());
+  stage = std::move(*staged);
+  StagedPaths paths;
+  json prov_inputs = json::object();
+  size_t next_upstream = 0;
+  // The file input items, in input order, and whether each was hard-linked in.
+  std::vector<std::pair<const InputItem*, bool>> files_in;
+  for (const auto& [name, input] : s.inputs) {
+    json items = json::array();
+    for (size_t k = 0; k < input.items.size(); ++k) {
+      const InputItem& item = input.items[k];
+      std::string dest = fmt::format("{}/in/{}.{}", stage, name, k);
+      if (item.kind == InputItem::Kind::kFile) {
+        auto linked = stage_input(item.path, dest);
+        if (!linked.ok()) return failed(linked.error().message());
+        files_in.emplace_back(&item, *linked);
+        items.push_back({{"file", item.text}});
+      } else {
+        const auto& rec = upstream.at(next_upstream++);
+        auto got = cache_.objects().materialize(rec.object, dest);
+        if (!got.ok()) return failed(got.error().message());
+        if (!got->present()) {
+          return failed(fmt::format("input '{}' ({}) is not in the store: {}", name, item.text,
+                                    got->problem));
+        }
+        items.push_back({{"step", g_.steps[item.step].name},
+                         {"output", item.output},
+                         {"object", rec.object},
+                         {"canonical", rec.form + " " + rec.canonical}});
+      }
+      paths.inputs[name].push_back(dest);
+    }
+    prov_inputs[name] = std::move(items);
+  }
+  for (const std::string& out : s.outputs) paths.outputs[out] = stage + "/out/" + out;
+  auto cmd = render_command(s, paths);
+  if (!cmd.ok()) return failed(cmd.error().message());
+
+  // 2. Launch: bound to its cores on this node, or through the machine's launcher.
+  launch::JobSpec job;
+  launch::AppSpec app;
+  app.ranks = 1;
+  app.cwd = stage;
+  bool here = r.node == o_.host;
+  if (here) {
+    app.argv = cmd->argv;
+    app.cpu_set = p.cores.empty() ? std::vector<int>{} : p.cores[0];
+    app.ranks = s.tasks;
+    if (s.memory_cap_mb) {
+      // berth sets no memory limit on this node (no cgroup of its own): say so with the
+      // step rather than let a cap look kept.
+      r.notices.push_back(
+          fmt::format("memory_cap_mb = {} is not enforced: the step ran on "
+                      "this node, where berth sets no memory limit",
+                      *s.memory_cap_mb));
+    }
+  } else {
+    if (!o_.machine || !o_.launcher) {
+      return failed(fmt::format("placed on '{}', but no launcher reaches other nodes", r.node));
+    }
+    place::LaunchSpec ls;
+    ls.tasks = s.tasks;
+    ls.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
+    ls.command = cmd->argv;
+    ls.memory_cap = s.memory_cap_mb;
+    ls.mpi = s.mpi;
+    auto rendered = place::render(*o_.machine, *o_.launcher, p, ls);
+    if (!rendered.ok()) {
+      // Refused by the launcher (a wire-up it cannot give, a placement it cannot
+      // honour): nothing of the step ran, and it says so rather than "failed".
+      if (rendered.error().code() == Errc::kRefused) {
+        StepResult refused = failed(rendered.error().message(), 0);
+        refused.record.state = StepState::kRefused;
+        return refused;
+      }
+      return failed(rendered.error().message());
+    }
+    app.argv = rendered->argv;
+    // What the launcher will not do (an unenforced cap, no --mpi) goes with the step.
+    for (const auto& note : rendered->notes) r.notices.push_back(note);
+  }
+  for (const auto& [k, v] : cmd->env)
+    app.env.push_back({launch::EnvDirective::kSet, k, v, "", false});
+  job.apps.push_back(app);
+  // A step's tasks on this node are one MPI job on berth's own wire-up; through a
+  // launcher, the launcher's wire-up serves them (place::render asks for it).
+  job.mpi = here ? s.mpi : wireup::Mode::kNone;
+  job.bind = launch::BindTo::kNone;
+  job.node = o_.host;
+  job.stdin_mode = launch::StdinMode::kNone;
+  job.own_signals = false;
+  job.cancel_fd = o_.cancel_fd;
+  job.output = launch::OutputMode::kPlain;
+  std::string log;
+  std::mutex log_mu;
+  launch::OutputSinks sinks;
+  sinks.out = [&](std::string_view line) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    log.append(line);
+  };
+  sinks.err = sinks.out;
+  auto outcome = launch::run_job(job, parent_, launch::Spawner::real(), sinks);
+  // Its processes are gone: the cores and GPUs go back to the pool now, and the next
+  // step starts while this one is hashed and published (that work is berth's own).
+  end_now();
+  events.exited();
+  if (!outcome.ok()) return failed(outcome.error().message());
+  // Each step's output reaches its sink once, whole, after the step.
+  if (!log.empty() && o_.output) o_.output(s.name, log);
+  if (outcome->exit_code != 0) {
+    std::string why = outcome->messages.empty() ? "failed" : outcome->messages[0];
+    if (outcome->exit_code == 130) {
+      r.state = StepState::kCancelled;
+      r.reason = "cancelled";
+      cleanup();
+      return d;
+    }
+    return failed(why, outcome->exit_code);
+  }
+
+  // Every file input it read still has the stamp its hash is of: otherwise its
+  // outputs may come from bytes the key does not name, and are not stored. (A hard
+  // link made for staging changed the ctime: that one is not compared.)
+  for (size_t k = 0; k < files_in.size() && k < stamps.size(); ++k) {
+    auto now = FileStamp::of(files_in[k].first->path);
+    FileStamp want = stamps[k];
+    if (now.ok() && files_in[k].second) now->ctime_ns = want.ctime_ns;
+    if (!now.ok() || *now != want) {
+      return failed(
+          fmt::format("input {} changed while the step ran; its outputs are not "
+                      "stored, and it runs again next time",
+                      str::printable(files_in[k].first->text, 200)));
+    }
+  }
+
+  // 3. Publish: every output as an object, then — only then — the row.
+  json outputs = json::object();
+  for (const std::string& out : s.outputs) {
+    const std::string& path = paths.outputs[out];
+    if (!files::exists(path)) {
+      return failed(fmt::format("declared output '{}' was not written ({})", out, path));
+    }
+    // The output is handed over: the store may make it the stored copy (no copy).
+    auto object = cache_.objects().adopt_object_file(path);
+    if (!object.ok()) return failed(object.error().message());
+    auto canon = hash_output(path, s.canonical.count(out) ? s.canonical.at(out) : "bytes", *object);
+    if (!canon.ok()) return failed(canon.error().with_context("output '" + out + "'").message());
+    r.outputs[out] = {*object, canon->form, canon->hash};
+    outputs[out] = output_json(r.outputs[out]);
+  }
+  // In a run without leases nobody else is expected to publish this key, so its
+  // dependents need not wait for the row to be durable: they start now. A row that
+  // then fails to be written costs the cache entry (a problem), not the step.
+  bool announced = o_.announce_early && events.known;
+  if (announced) events.known(r.outputs);
+  json row;
+  row["version"] = 1;
+  row["key"] = key;
+  row["step"] = s.name;
+  row["outputs"] = outputs;
+  json prov;
+  prov["command"] = describe_command(s);
+  prov["inputs"] = std::move(prov_inputs);
+  prov["params"] = json::object();
+  for (const auto& [k, v] : s.params) prov["params"][k] = v.text;
+  prov["tools"] = json::object();
+  for (const auto& tool : s.tools) {
+    prov["tools"][tool] = o_.tools && o_.tools->count(tool) ? o_.tools->at(tool) : "";
+  }
+  prov["engine_version"] = o_.engine_version;
+  prov["platform"] = o_.platform;
+  prov["host"] = r.node;
+  prov["cores"] = r.cores;
+  prov["gpus"] = p.gpus;
+  prov["tasks"] = s.tasks;
+  if (!o_.worker.empty()) prov["worker"] = o_.worker;
+  prov["start"] = started;
+  prov["end"] = utc_text(clock().wall());
+  prov["elapsed_s"] = r.end_s - r.start_s;
+  row["provenance"] = prov;
+  std::string mine = row.dump();
+  auto put = cache_.rows().put_row(store::row_address(kStepsRow, key), mine);
+  if (!put.ok() && !announced) return failed(put.error().message());
+  r.computed_by = computed_by(prov);
+  if (!put.ok()) {
+    // Its dependents have its outputs already, and its results are materialised
+    // below: only the cache entry is lost.
+    d.problems.push_back(
+        fmt::format("step '{}': its row was not written: {}; it will be "
+                    "recomputed next time",
+                    s.name, put.error().message()));
+  } else if (!put->created) {
+    // Another computation of this key published first; the row it wrote carries its
+    // outputs' canonical hashes, so this worker learns without another read whether
+    // the winner meant the same (spec 06). Either way the winner's row is in force.
+    json theirs = json::parse(put->existing, nullptr, false);
+    bool readable = !theirs.is_discarded() && theirs.is_object() && theirs.contains("outputs") &&
+                    theirs["outputs"].is_object();
+    for (auto& [out, rec] : r.outputs) {
+      const json* o =
+          readable && theirs["outputs"].contains(out) ? &theirs["outputs"][out] : nullptr;
+      std::string other = o && o->is_object() ? o->value("canonical", "") : "";
+      std::string object = o && o->is_object() ? o->value("object", "") : "";
+      if (other != rec.canonical) d.divergences.push_back({s.name, key, out, rec.canonical, other});
+      if (store::check_object_name(object).ok()) rec.object = object;
+    }
+    if (readable && theirs.contains("provenance") && theirs["provenance"].is_object()) {
+      r.computed_by = computed_by(theirs["provenance"]);
+    }
+  }
+  if (cache_.index() && put.ok()) {
+    cache_.index()->remember_step(key, put->created ? mine : put->existing);
+  }
+  d.row_ours = put.ok() && put->created;
+  auto m = cache_.materialize(r, &d.problems, o_.record_settled ? &d.results : nullptr);
+  cleanup();
+  if (!m.ok()) {
+    if (announced) {
+      d.problems.push_back(fmt::format("step '{}': {}", s.name, m.error().message()));
+    } else {
+      return failed(m.error().message());
+    }
+  }
+  r.state = StepState::kExecuted;
+  r.exit_code = 0;
+  return d;
+}
+
+}  // namespace berth::pipeline

@@ -1,0 +1,86 @@
+// LaunchStepRunner: the real StepRunner (step_runner.h) — a step staged, launched
+// through `launch` and published to the store (spec 04 §7, steps 3–5).
+//
+// Each step runs on a thread of its own:
+//   1. an empty staging directory (staging.h), its file inputs linked in and its
+//      upstream inputs materialised from the store;
+//   2. its command rendered and launched — bound to its cores on this node as one job
+//      (an MPI job on berth's wire-up, spec 07), or through the machine's launcher for
+//      a placement elsewhere; its output collected and handed to `output` once, after
+//      it ends; its placement freed as soon as its processes have ended;
+//   3. every file input stamped again: one changed while it ran fails the step;
+//   4. every output stored as an object (the store may adopt the file) and hashed in
+//      its canonical form; then, and only then, the row; a row another computation of
+//      the key published first is adopted, and a different canonical hash reported as a
+//      divergence (spec 06);
+//   5. its results materialised, its staging directory emptied for the next step.
+// Nothing partial is published: a failure at any point stores no row.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "pipeline/graph.h"
+#include "pipeline/key.h"
+#include "pipeline/staging.h"
+#include "pipeline/step_cache.h"
+#include "pipeline/step_runner.h"
+#include "place/launcher.h"
+#include "topo/machine.h"
+#include "util/clock.h"
+#include "util/env.h"
+
+namespace berth::pipeline {
+
+struct LaunchRunnerOptions {
+  std::string host;  // this node's name: a step placed here runs as a local job
+  const topo::MachineDescription* machine = nullptr;  // render a placement elsewhere
+  const place::Launcher* launcher = nullptr;          // (absent: refuse one)
+  std::string engine_version;                         // for provenance
+  std::string platform;
+  std::string worker;  // this worker's name ("" for an ordinary run)
+  int cancel_fd = -1;  // readable: running jobs end (spec 03 §6)
+  // Dependents may start once a step's outputs are stored, before its row is durable
+  // (a run without leases: nobody else publishes the key).
+  bool announce_early = true;
+  bool record_settled = false;  // stamp results for a settled record
+  const ToolVersions* tools = nullptr;
+  const Clock* clock = nullptr;                // the run's clock (null: the real one)
+  std::chrono::steady_clock::time_point t0{};  // the run's start, for start_s / end_s
+  // A step's output (stdout and stderr together), once, after it ends.
+  std::function<void(const std::string& step, std::string_view text)> output;
+};
+
+class LaunchStepRunner final : public StepRunner {
+ public:
+  LaunchStepRunner(const Graph& g, StepCache& cache, Staging& staging, const Env& parent,
+                   LaunchRunnerOptions o)
+      : g_(g), cache_(cache), staging_(staging), parent_(parent), o_(std::move(o)) {}
+  ~LaunchStepRunner() override { join(); }
+
+  void start(StepTask task, Events events) override;
+  void cancel() override {}  // every job watches o.cancel_fd itself
+  void join() override;
+
+ private:
+  StepResult execute(const StepTask& t, const Events& events);
+  void reap_finished();
+  double now_s() const;
+  const Clock& clock() const { return o_.clock != nullptr ? *o_.clock : Clock::real(); }
+
+  const Graph& g_;
+  StepCache& cache_;
+  Staging& staging_;
+  const Env& parent_;
+  LaunchRunnerOptions o_;
+  std::mutex mu_;
+  std::map<size_t, std::thread> threads_;  // by step
+  std::vector<size_t> finished_;           // steps whose thread has returned
+};
+
+}  // namespace berth::pipeline

@@ -1,0 +1,484 @@
+// Session (session.h): one run of a pipeline, opened and run.
+#include "pipeline/session.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "pipeline/graph.h"
+#include "pipeline/index.h"
+#include "pipeline/lease.h"
+#include "pipeline/pipeline_file.h"
+#include "pipeline/settled.h"
+#include "pipeline/worker.h"
+#include "store/file_store.h"
+#include "store/posix_io.h"
+#include "store/tiered_store.h"
+#include "store/url.h"
+#include "util/clock.h"
+#include "util/files.h"
+#include "util/strings.h"
+
+namespace berth::pipeline {
+
+namespace fs = std::filesystem;
+
+std::string berth_dir_for(const std::string& pipeline_path) {
+  fs::path p = fs::absolute(pipeline_path).parent_path();
+  return (p / ".berth").string();
+}
+
+namespace {
+
+std::string platform() {
+  utsname u{};
+  if (uname(&u) != 0) return "unknown";
+  return fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+}
+
+// Step name -> what its key was computed from, in the previous run's report.
+std::map<std::string, std::string> previous_bases(const std::string& report_path) {
+  std::map<std::string, std::string> out;
+  auto text = files::read_file(report_path);
+  if (!text.ok()) return out;
+  // Only each step's name and basis are kept while parsing: the rest of a 10,000-step
+  // report (outputs, reasons, times) is megabytes nobody reads here.
+  using json = nlohmann::json;
+  auto keep = [](int depth, json::parse_event_t event, json& parsed) {
+    if (event != json::parse_event_t::key) return true;
+    if (depth == 1) return parsed == "steps";
+    if (depth == 3) return parsed == "name" || parsed == "basis";
+    return true;
+  };
+  if (str::json_deeper_than(*text, kMaxReportDepth)) return out;
+  auto j = json::parse(*text, keep, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array()) {
+    return out;
+  }
+  for (const auto& s : j["steps"]) {
+    if (!s.is_object() || !s.contains("name") || !s["name"].is_string()) continue;
+    if (!s.contains("basis") || !s["basis"].is_object()) continue;
+    out[s["name"].get<std::string>()] = s["basis"].dump();
+  }
+  return out;
+}
+
+// Stores a run's report with the run: a row whose steps are an object, so that runs
+// reporting the same steps (every settled run) store them once, and a report of any
+// size fits a row. The steps are `steps_object` when it is already stored, else
+// `steps()` is stored. Returns the steps' object name.
+Result<std::string> store_report(const RunReport& r, std::string steps_object,
+                                 const std::function<Result<std::string>()>& steps,
+                                 std::optional<size_t> settled_steps, store::ObjectStore& shared) {
+  bool present = false;
+  if (!steps_object.empty()) {
+    auto has = shared.has_object(steps_object);
+    present = has.ok() && *has;
+  }
+  if (!present) {
+    BERTH_TRY(std::string bytes, steps());
+    BERTH_TRY(steps_object, shared.put_object(bytes));
+  }
+  auto addr = store::row_address(
+      "runs", fmt::format("{}-{}{}", r.started, r.worker.empty() ? "" : r.worker + "-", getpid()));
+  BERTH_CHECK(shared.put_row(addr, report_json(r, steps_object, true, settled_steps)));
+  return steps_object;
+}
+
+// Writes `n` bytes of the file `in` (from its start) to `out` where it stands, by the
+// kernel (sendfile), falling back to read and write where sendfile cannot.
+Result<void> send_file(int in, int out, size_t n, const std::string& what) {
+  off_t off = 0;
+  while (static_cast<size_t>(off) < n) {
+    ssize_t k = ::sendfile(out, in, &off, n - static_cast<size_t>(off));
+    if (k > 0) continue;
+    if (k < 0 && errno == EINTR) continue;
+    if (k == 0) return fail(Errc::kIo, what + ": ended early");
+    if (errno != EINVAL && errno != ENOSYS) return store::posix::os_error(what, "sendfile", errno);
+    char buf[1 << 16];
+    while (static_cast<size_t>(off) < n) {
+      ssize_t got = ::pread(in, buf, std::min(sizeof buf, n - static_cast<size_t>(off)), off);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return fail(Errc::kIo, what + ": ended early");
+      BERTH_CHECK(store::posix::write_all(out, buf, static_cast<size_t>(got), what));
+      off += got;
+    }
+  }
+  return Ok{};
+}
+
+// head, then the steps file, then the report's tail, to `out`.
+Result<void> write_report_to(int out, std::string_view head, int steps_fd, size_t steps_bytes,
+                             const std::string& what) {
+  BERTH_CHECK(store::posix::write_all(out, head.data(), head.size(), what));
+  BERTH_CHECK(send_file(steps_fd, out, steps_bytes, what));
+  return store::posix::write_all(out, kReportTail.data(), kReportTail.size(), what);
+}
+
+// The same, to `path`, atomically (a temporary file renamed over it), not fsynced, as
+// an ordinary run's report is written.
+Result<void> write_report_file(const std::string& path, std::string_view head, int steps_fd,
+                               size_t steps_bytes) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return store::posix::os_error(tmp, "create", errno);
+  auto w = write_report_to(fd, head, steps_fd, steps_bytes, tmp);
+  ::close(fd);
+  if (w.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    w = store::posix::os_error(path, "rename onto", errno);
+  }
+  if (!w.ok()) ::unlink(tmp.c_str());
+  return w;
+}
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Result<void> RunOutcome::write_report(int fd) const {
+  if (!settled) {
+    return store::posix::write_all(fd, report_json.data(), report_json.size(), "stdout");
+  }
+  int steps_fd = ::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (steps_fd < 0) return store::posix::os_error(steps_path, "open", errno);
+  FdCloser closer{steps_fd};
+  return write_report_to(fd, settled_head, steps_fd, steps_bytes, "stdout");
+}
+
+struct Session::State {
+  SessionOptions o;
+  SessionPlace place;
+  const Env& env;
+  SessionSinks sinks;
+  std::string text;          // the pipeline file's bytes
+  std::string bdir;          // <dir>/.berth
+  std::string settled_name;  // the pipeline's absolute path: the settled record's name
+  std::string url;           // the store
+  std::string results_dir;
+  std::string abs_results;
+  std::string cwd;
+  std::string cache;        // the cache directory
+  std::string report_path;  // last-run.json
+  std::unique_ptr<Index> index;
+  std::optional<Settled> settled;
+  std::string previous_steps;  // the steps file of the record found, to replace
+  bool may_settle = false;
+  std::optional<Graph> graph;
+  std::string worker;
+  std::chrono::milliseconds lease{0};
+  std::optional<place::Pool> pool;
+  std::optional<CacheLock> lock;
+  std::unique_ptr<store::ObjectStore> store;
+  store::ObjectStore* shared = nullptr;
+  std::unique_ptr<Leases> leases;
+
+  State(SessionOptions opts, SessionPlace pl, const Env& e, SessionSinks s)
+      : o(std::move(opts)), place(std::move(pl)), env(e), sinks(std::move(s)) {}
+  void say(const std::string& m) const {
+    if (sinks.say) sinks.say(m);
+  }
+  std::string context() const {
+    return settled_context(o.engine_version, cwd, settled_name, text, url, abs_results);
+  }
+  Result<void> load_graph();
+  // A run answered from its settled record, when the record still holds and its
+  // steps file is whole; nullopt when it does not hold.
+  std::optional<RunOutcome> run_settled();
+  // The ordinary run's report: written, stored, and the settled record kept or dropped.
+  void publish(RunReport& rep, const RunOptions& ro, RunOutcome& out);
+};
+
+Session::Session(std::unique_ptr<State> s) : s_(std::move(s)) {}
+Session::~Session() = default;
+
+Result<void> Session::State::load_graph() {
+  BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
+  BERTH_TRY(Graph g, expand(file, [](const std::string& p) { return files::exists(p); }));
+  graph = std::move(g);
+  return Ok{};
+}
+
+Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPlace place,
+                                               const Env& env, SessionSinks sinks) {
+  auto st = std::make_unique<State>(std::move(options), std::move(place), env, std::move(sinks));
+  State& s = *st;
+  const SessionOptions& o = s.o;
+
+  // 1. The pipeline file, expanded and checked before anything runs; unless the last
+  // run of these very bytes settled, when parsing waits until the record turns out not
+  // to hold.
+  BERTH_TRY(s.text, files::read_file(o.pipeline));
+  s.bdir = berth_dir_for(o.pipeline);
+  s.settled_name = fs::absolute(o.pipeline).lexically_normal().string();
+  s.url = o.store.empty() ? "file://" + s.bdir + "/store" : o.store;
+  s.results_dir =
+      o.results.empty() ? (fs::path(s.bdir).parent_path() / "results").string() : o.results;
+  s.cwd = fs::current_path().string();
+  s.abs_results = fs::absolute(s.results_dir).lexically_normal().string();
+  s.may_settle = !o.dry_run && !o.worker;
+  if (s.may_settle) {
+    std::string cache_dir = o.cache.empty() ? s.bdir + "/cache" : fs::absolute(o.cache).string();
+    std::string ix = cache_dir + "/index.sqlite";
+    if (files::exists(ix)) {
+      if (auto opened = Index::open(ix); opened.ok()) s.index = std::move(*opened);
+    }
+    if (s.index && s.index->rebuilt_reason().empty()) {
+      if (auto blob = s.index->settled(s.settled_name)) {
+        auto rec = decode_settled(*blob);
+        if (rec.ok()) {
+          s.previous_steps = settled_steps_path(cache_dir, rec->steps_object);
+          if (rec->context == s.context()) s.settled = std::move(*rec);
+        }
+      }
+    }
+  }
+  if (!s.settled) BERTH_CHECK(s.load_graph());
+
+  // 2. Worker mode is refused before anything runs when it could not divide anything.
+  if (o.worker) {
+    if (o.worker->empty()) {
+      s.worker = generate_worker_name(Clock::real(), getpid());
+    } else {
+      auto name = check_worker_name(*o.worker);
+      if (!name.ok()) return name.error().with_context("--worker");
+      s.worker = *name;
+    }
+    if (o.store.empty()) {
+      return fail(Errc::kInvalidInput,
+                  "--worker needs a shared store: give --store URL (a file:// directory every "
+                  "worker can reach, or s3://bucket/prefix); a worker without one has nobody to "
+                  "divide the work with and would compute the whole pipeline alone");
+    }
+    BERTH_TRY(s.lease, parse_duration(o.lease, "--lease"));
+  }
+
+  // 3. The pool. A worker places steps on its own node only: the other nodes have
+  // workers of their own (srun -N 4 berth run ... --worker starts one on each). Every
+  // node a step may be placed on can be reached from here, or nothing runs: a step
+  // must never run on this node under another's name (spec 02 §7).
+  std::vector<place::PoolNode> nodes = s.place.nodes;
+  if (o.worker && !s.place.host.empty()) {
+    std::erase_if(nodes, [&](const place::PoolNode& n) { return n.name != s.place.host; });
+  }
+  if (s.place.launcher != nullptr) {
+    for (const auto& n : nodes) {
+      if (std::string why = place::unreachable(*s.place.launcher, n.name, s.place.host);
+          !why.empty()) {
+        return fail(Errc::kRefused, why);
+      }
+    }
+  }
+  s.pool.emplace(nodes);
+
+  // 4. The cache directory: this machine's index, staging area and (for a worker) its
+  // local object tier. One per worker by default: never one SQLite file shared over a
+  // network filesystem. An explicit --cache for a worker is guarded by a lock file.
+  s.cache = !o.cache.empty() ? fs::absolute(o.cache).string()
+            : o.worker       ? s.bdir + "/cache/workers/" + s.worker
+                             : s.bdir + "/cache";
+  std::error_code ec;
+  fs::create_directories(s.cache, ec);
+  if (ec) return fail(Errc::kIo, fmt::format("cannot create {}: {}", s.cache, ec.message()));
+  if (o.worker && !o.cache.empty()) {
+    auto l = CacheLock::acquire(s.cache, s.worker, s.place.host, Clock::real());
+    if (!l.ok()) return l.error().with_context("--cache");
+    s.lock.emplace(std::move(*l));
+  }
+
+  // 5. The store: a worker reads and writes objects through a local tier, and always
+  // asks the shared store about rows and leases.
+  auto parsed = store::parse_store_url(s.url, s.cwd);
+  if (!parsed.ok()) return parsed.error().with_context("--store");
+  auto opened = store::open_store(*parsed, env);
+  if (!opened.ok()) return opened.error().with_context("--store");
+  s.store = std::move(*opened);
+  s.shared = s.store.get();
+  if (o.worker) {
+    auto local = store::FileStore::open(s.cache + "/objects");
+    if (!local.ok()) return local.error().with_context("the worker's local tier");
+    auto tiered = std::make_unique<store::TieredStore>(std::move(*local), std::move(s.store));
+    s.shared = &tiered->shared();
+    s.store = std::move(tiered);
+  }
+  for (const auto& n : s.store->notices()) s.say(n);
+  s.report_path = (o.worker || !o.cache.empty() ? s.cache : s.bdir) + "/last-run.json";
+  if (o.worker) {
+    s.leases =
+        std::make_unique<Leases>(*s.shared, s.worker, Leases::new_token(), Clock::real(), s.lease);
+  }
+  fs::create_directories(s.cache + "/staging", ec);
+  // This machine's index of what it knows; disposable, rebuilt from the store.
+  if (!s.index) {
+    if (auto ix = Index::open(s.cache + "/index.sqlite"); ix.ok()) {
+      s.index = std::move(*ix);
+    } else {
+      s.say("running without the local index: " + ix.error().message());
+    }
+  }
+  if (s.index && !s.index->rebuilt_reason().empty()) {
+    s.say("the local index was rebuilt: " + s.index->rebuilt_reason());
+  }
+  return std::unique_ptr<Session>(new Session(std::move(st)));
+}
+
+std::optional<RunOutcome> Session::State::run_settled() {
+  auto t0 = Clock::real().steady();
+  std::string started = utc_text(Clock::real().wall());
+  const std::string& steps_path = previous_steps;
+  if (steps_path.empty()) return std::nullopt;
+  int steps_fd = ::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (steps_fd < 0) return std::nullopt;
+  FdCloser closer{steps_fd};
+  struct stat sb {};
+  if (::fstat(steps_fd, &sb) != 0 || static_cast<size_t>(sb.st_size) != settled->steps_bytes) {
+    return std::nullopt;
+  }
+  place::VersionProbe& probe = place.probe != nullptr ? *place.probe : place::VersionProbe::real();
+  if (settled_difference(*settled, pool->nodes(), *store, probe)) return std::nullopt;
+  RunReport header;
+  header.pipeline = settled->pipeline;
+  header.store = store->describe();
+  header.started = started;
+  header.notices = store->notices();
+  // A steps file whose bytes are not the object's is not used: checked when the object
+  // must be stored again, before anything is written.
+  std::string steps_object = settled->steps_object;
+  if (auto has = shared->has_object(steps_object); !has.ok() || !*has) {
+    auto bytes = files::read_file(steps_path, settled->steps_bytes + 1);
+    auto name = bytes.ok() ? shared->put_object(*bytes) : Result<std::string>(bytes.error());
+    if (name.ok() && *name != steps_object) return std::nullopt;
+    if (!name.ok()) steps_object.clear();
+  }
+  header.elapsed_s = std::chrono::duration<double>(Clock::real().steady() - t0).count();
+  RunOutcome out;
+  out.settled = true;
+  out.settled_head = report_json_head(header, settled->steps);
+  out.steps_path = steps_path;
+  out.steps_bytes = settled->steps_bytes;
+  out.steps = settled->steps;
+  out.elapsed_s = header.elapsed_s;
+  if (auto w = write_report_file(report_path, out.settled_head, steps_fd, settled->steps_bytes);
+      !w.ok()) {
+    say(w.error().message());
+  }
+  auto stored = store_report(
+      header, steps_object,
+      [&]() -> Result<std::string> { return fail(Errc::kIo, "the steps' object is missing"); },
+      settled->steps, *shared);
+  if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
+  return out;
+}
+
+void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
+  std::string steps_json = report_steps_json(rep);
+  out.report_json = report_json(rep, steps_json);
+  std::string steps_object;
+  if (!o.dry_run) {
+    // Beside the pipeline (replaced atomically, not fsynced: the runs row is the
+    // durable record, and in a file:// store on the same filesystem the row's own
+    // barrier makes the file durable with it), then stored with the run.
+    if (auto w = files::write_file_atomic(report_path, out.report_json, false); !w.ok()) {
+      say(w.error().message());
+    }
+    auto stored = store_report(
+        rep, "", [&]() -> Result<std::string> { return steps_json; }, std::nullopt, *shared);
+    if (stored.ok()) {
+      steps_object = *stored;
+    } else {
+      say("the run's report was not stored: " + stored.error().message());
+    }
+  }
+  if (!ro.record_settled) return;
+  // The record, and beside it the steps a rerun reports (an object of their own when
+  // steps executed: this run reports them executed); or no record.
+  bool kept = false;
+  std::string steps_path;
+  if (rep.settled && !steps_object.empty()) {
+    std::string rerun_steps;
+    if (rep.count(StepState::kExecuted) > 0) {
+      rerun_steps = settled_steps_json(rep);
+      auto name = shared->put_object(rerun_steps);
+      steps_object = name.ok() ? *name : "";
+    }
+    const std::string& steps = rerun_steps.empty() ? steps_json : rerun_steps;
+    steps_path = settled_steps_path(cache, steps_object);
+    std::error_code mk;
+    if (!steps_path.empty()) fs::create_directories(fs::path(steps_path).parent_path(), mk);
+    if (!steps_path.empty() && !mk && files::write_file_atomic(steps_path, steps).ok()) {
+      rep.settled->steps_object = steps_object;
+      rep.settled->steps_bytes = steps.size();
+      rep.settled->context = context();
+      index->remember_settled(settled_name, encode_settled(*rep.settled));
+      kept = true;
+    }
+  }
+  if (!kept) index->forget_settled(settled_name);
+  if (!previous_steps.empty() && (!kept || previous_steps != steps_path)) {
+    ::unlink(previous_steps.c_str());
+  }
+}
+
+Result<RunOutcome> Session::run(int cancel_fd) {
+  State& s = *s_;
+  // 6. A settled pipeline whose record still holds is that run again: reported, not
+  // re-derived. Otherwise the ordinary run, which records afresh.
+  if (s.settled) {
+    if (auto answered = s.run_settled()) return std::move(*answered);
+    s.settled.reset();
+    BERTH_CHECK(s.load_graph());
+  }
+
+  // 7. The ordinary run.
+  RunOptions ro;
+  ro.results_dir = s.results_dir;
+  ro.staging_dir = s.cache + "/staging";
+  ro.dry_run = s.o.dry_run;
+  ro.fail_fast = s.o.fail_fast;
+  ro.engine_version = s.o.engine_version;
+  ro.platform = platform();
+  ro.host = s.place.host;
+  ro.machine = s.place.machine;
+  ro.launcher = s.place.launcher;
+  ro.shared = s.shared;
+  ro.worker = s.worker;
+  ro.leases = s.leases.get();
+  ro.index = s.index.get();
+  ro.probe = s.place.probe;
+  ro.cancel_fd = cancel_fd;
+  ro.progress = s.sinks.progress;
+  ro.step_output = s.sinks.step_output;
+  std::string report_path = s.report_path;
+  ro.load_previous = [report_path] { return previous_bases(report_path); };
+  auto previous_text = std::make_shared<std::optional<std::string>>();
+  ro.find_previous = [report_path, previous_text](const std::string& step) {
+    if (!*previous_text) {
+      auto t = files::read_file(report_path);
+      *previous_text = t.ok() ? std::move(*t) : std::string();
+    }
+    return find_step_basis(**previous_text, step);
+  };
+  ro.record_settled = s.may_settle && ro.index;
+  BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
+
+  // 8. The report: stored with the run, kept beside the pipeline; a run that settled
+  // leaves its record for the next.
+  RunOutcome out;
+  out.worker = s.worker;
+  s.publish(rep, ro, out);
+  out.exit_code = rep.exit_code();
+  out.report = std::move(rep);
+  return out;
+}
+
+}  // namespace berth::pipeline

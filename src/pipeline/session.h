@@ -1,0 +1,112 @@
+// Session: one `berth run` of a pipeline, everything between parsed flags and printed
+// output (spec 04 §7, §8; spec 06).
+//
+// A session opens what a run needs and runs it:
+//   1. the pipeline file — expanded and checked before anything runs, unless the last
+//      run of these very bytes settled (settled.h), when parsing waits until the
+//      record turns out not to hold;
+//   2. worker mode, refused before anything runs when it could not divide anything;
+//   3. the pool over the allocation's nodes (a worker's: its own node only), every node
+//      of which the launcher must reach (spec 02 §7);
+//   4. the cache directory — this machine's index, staging area and a worker's local
+//      object tier, one per worker unless --cache names one (then guarded by a lock);
+//   5. the store, and for a worker its local tier in front of the shared store;
+//   6. the settled record: when it still holds, the run is that run again, reported
+//      from the record, not re-derived;
+//   7. otherwise the ordinary run (executor.h), with the cancel descriptor ending
+//      running steps cleanly;
+//   8. the report, stored with the run and kept beside the pipeline; a run that
+//      settled leaves its record for the next.
+// The session never prints: what a user should see on the way (the store's notices,
+// an index rebuilt, a report that could not be stored) goes to `say`, a step's output
+// to `step_output`, and the outcome is a value the CLI (or Python) presents.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/executor.h"
+#include "pipeline/report.h"
+#include "place/launcher.h"
+#include "place/pool.h"
+#include "topo/machine.h"
+#include "util/env.h"
+#include "util/result.h"
+
+namespace berth::pipeline {
+
+struct SessionOptions {
+  std::string pipeline;  // the pipeline file, as given
+  std::string store;     // a store URL; "" = file://<dir>/.berth/store
+  std::string results;   // the results directory; "" = <dir>/results
+  std::string cache;     // the cache directory; "" = <dir>/.berth/cache (a worker's own)
+  bool dry_run = false;
+  bool fail_fast = false;
+  std::optional<std::string> worker;  // worker mode; "" = a generated name
+  std::string lease = "10m";          // how long a worker's claim holds (spec 06)
+  std::string engine_version;         // "berth 0.1.0 (commit …)": provenance, settled context
+};
+
+// Where the run happens: what the CLI's context (or Python's) discovered.
+struct SessionPlace {
+  std::vector<place::PoolNode> nodes;  // the allocation's, this node's description
+  std::string host;                    // this node's name ("" when not in the allocation)
+  const topo::MachineDescription* machine = nullptr;
+  const place::Launcher* launcher = nullptr;
+  place::VersionProbe* probe = nullptr;  // runs tool version commands (null: the real one)
+};
+
+struct SessionSinks {
+  // One message for the user, without "berth: " (the CLI adds it).
+  std::function<void(std::string_view)> say;
+  std::function<void(const Progress&)> progress;
+  std::function<void(const std::string& step, std::string_view text)> step_output;
+};
+
+// What a run came to. An ordinary run has its report; a settled one (answered from its
+// record) only the report's text, which is written out from the record's steps file.
+struct RunOutcome {
+  int exit_code = 0;
+  std::string worker;  // worker mode: this worker's name
+  std::optional<RunReport> report;
+  std::string report_json;  // the ordinary run's report, as JSON
+  // A settled run: the report is settled_head, the steps file's bytes, kReportTail.
+  bool settled = false;
+  std::string settled_head;
+  std::string steps_path;
+  size_t steps_bytes = 0;
+  size_t steps = 0;
+  double elapsed_s = 0;
+  // Writes the report's JSON to `fd` (stdout for --format json).
+  Result<void> write_report(int fd) const;
+};
+
+class Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Steps 1–5 above. Fails on a pipeline that does not parse or expand, a worker that
+  // could not divide anything, a node nothing reaches, a store or cache that cannot be
+  // opened — each error naming what was wrong.
+  static Result<std::unique_ptr<Session>> open(SessionOptions options, SessionPlace place,
+                                               const Env& env, SessionSinks sinks);
+
+  // Steps 6–8. `cancel_fd`, when readable, ends the run's running steps (SIGINT).
+  Result<RunOutcome> run(int cancel_fd);
+
+ private:
+  struct State;
+  explicit Session(std::unique_ptr<State> s);
+  std::unique_ptr<State> s_;
+};
+
+// Where a pipeline keeps its state: .berth/ beside the file.
+std::string berth_dir_for(const std::string& pipeline_path);
+
+}  // namespace berth::pipeline

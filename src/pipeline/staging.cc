@@ -1,0 +1,110 @@
+// Staging (staging.h).
+#include "pipeline/staging.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "util/strings.h"
+
+namespace berth::pipeline {
+
+namespace fs = std::filesystem;
+
+Staging::~Staging() {
+  std::error_code ec;
+  for (const std::string& dir : free_) fs::remove_all(dir, ec);
+}
+
+Result<std::string> Staging::acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      std::string dir = std::move(free_.back());
+      free_.pop_back();
+      return dir;
+    }
+  }
+  std::string dir = fmt::format("{}/{}.{}", root_, ::getpid(), seq_++);
+  // A directory of this name is left by an earlier process with this pid: stale.
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  for (const std::string& d : {dir, dir + "/in", dir + "/out"}) {
+    if (::mkdir(d.c_str(), 0777) != 0) {
+      return fail(Errc::kIo,
+                  fmt::format("cannot create staging directory {}: {}", d, std::strerror(errno)));
+    }
+  }
+  return dir;
+}
+
+void Staging::release(std::string dir) {
+  // Everything the step left goes; in/ and out/ stay, empty. Whatever cannot be
+  // removed (a step that made a directory unwritable) costs the directory, not the run.
+  std::error_code ec;
+  bool clean = true;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    bool keep = (name == "in" || name == "out") && entry.is_directory(ec) && !entry.is_symlink(ec);
+    if (!keep) {
+      clean = fs::remove_all(entry.path(), ec) != static_cast<std::uintmax_t>(-1) && !ec && clean;
+      continue;
+    }
+    for (const auto& inner : fs::directory_iterator(entry.path(), ec)) {
+      clean = fs::remove_all(inner.path(), ec) != static_cast<std::uintmax_t>(-1) && !ec && clean;
+    }
+    if (ec) clean = false;
+  }
+  if (ec) clean = false;
+  if (clean) {
+    for (const char* sub : {"/in", "/out"}) {
+      struct stat st {};
+      if (::lstat((dir + sub).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) clean = false;
+    }
+  }
+  if (!clean) {
+    fs::remove_all(dir, ec);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(dir));
+}
+
+void Staging::sweep_stale() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    // <pid>.<n>: made by a process of this cache; removed when that process is gone.
+    std::string name = entry.path().filename().string();
+    size_t dot = name.find('.');
+    if (dot == 0 || dot == std::string::npos) continue;
+    auto pid = str::parse_uint(std::string_view(name).substr(0, dot), INT32_MAX);
+    auto seq = str::parse_uint(std::string_view(name).substr(dot + 1));
+    if (!pid.ok() || !seq.ok() || *pid == 0) continue;
+    if (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    fs::remove_all(entry.path(), rm);
+  }
+}
+
+// Puts the user's file `src` in a staging directory as `dst`: a symlink to its
+// absolute path. Neither a hard link nor a copy: a link changes the file's ctime, which
+// its stamp holds (index.h), so every run would make the next one rehash its inputs,
+// and a copy costs the bytes, across filesystems too. What a symlink gives up — the
+// file replaced while the step runs — the runner catches by stamping it again after.
+// A filesystem without symlinks gets a hard link (true: its ctime changed), else a copy.
+Result<bool> stage_input(const std::string& src, const std::string& dst) {
+  std::error_code ec;
+  fs::path target = fs::absolute(src, ec);
+  if (!ec && ::symlink(target.c_str(), dst.c_str()) == 0) return false;
+  if (::link(src.c_str(), dst.c_str()) == 0) return true;
+  fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
+  if (ec) return fail(Errc::kIo, fmt::format("cannot copy {} to {}: {}", src, dst, ec.message()));
+  return false;
+}
+
+}  // namespace berth::pipeline
