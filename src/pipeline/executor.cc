@@ -112,10 +112,10 @@ class Executor {
   // The real runner (launch), unless RunOptions gave one.
   void build_runner();
   // A step ended: record it, count it, and release or ready what depends on it.
-  void settle(size_t i, StepRecord rec);
+  void finish_step(size_t i, StepRecord rec);
   // Step i, which computed a key other steps of this run wait for, ended as `st`: they
   // take its result (executed or cached), or are readied to run for themselves.
-  void settle_twins(size_t i, StepState st);
+  void finish_twins(size_t i, StepState st);
   void skip_dependents(size_t i, const std::string& why);
   void set_state(size_t i, StepState st);
   void rearm();
@@ -339,12 +339,12 @@ void Executor::skip_dependents(size_t i, const std::string& why) {
   }
 }
 
-void Executor::settle(size_t i, StepRecord rec) {
+void Executor::finish_step(size_t i, StepRecord rec) {
   StepState st = rec.state;
   rec.state = report_.steps[i].state;
   report_.steps[i] = std::move(rec);
   set_state(i, st);
-  settle_twins(i, st);
+  finish_twins(i, st);
   if (st == StepState::kExecuted)
     executed_seconds_ += report_.steps[i].end_s - report_.steps[i].start_s;
   if (st == StepState::kExecuted || st == StepState::kCached) {
@@ -371,7 +371,7 @@ void Executor::prepare(size_t i) {
       StepRecord r = rec;
       r.state = StepState::kFailed;
       r.reason = key.error().message();
-      settle(i, std::move(r));
+      finish_step(i, std::move(r));
       return;
     }
     keys_[i] = *key;
@@ -380,7 +380,7 @@ void Executor::prepare(size_t i) {
   }
   if (auto cached = try_cached(i)) {
     cached->basis = std::move(rec.basis);
-    settle(i, std::move(*cached));
+    finish_step(i, std::move(*cached));
     return;
   }
   // Steps of one run with equal keys are one computation (spec 04 §7): the first is
@@ -448,7 +448,7 @@ void Executor::grant_queued() {
         StepRecord r = report_.steps[i];
         r.state = StepState::kRefused;
         r.reason = grant.error().message();
-        settle(i, std::move(r));
+        finish_step(i, std::move(r));
         continue;
       }
       // Claim the key only now, with a placement in hand: a worker claims what it is
@@ -544,7 +544,7 @@ void Executor::start(size_t i, place::Grant grant) {
   notify();
 }
 
-void Executor::settle_twins(size_t i, StepState st) {
+void Executor::finish_twins(size_t i, StepState st) {
   auto p = primaries_.find(keys_[i]);
   if (p != primaries_.end() && p->second == i) primaries_.erase(p);
   auto t = twins_.find(i);
@@ -582,7 +582,7 @@ void Executor::settle_twins(size_t i, StepState st) {
       for (auto& f : seen.files) settled_.files.push_back(std::move(f));
       if (!seen.whole) settleable_ = false;
     }
-    settle(j, std::move(r));
+    finish_step(j, std::move(r));
   }
 }
 
@@ -710,7 +710,7 @@ Result<RunReport> Executor::run() {
           StepRecord r = report_.steps[i];
           r.state = StepState::kRefused;
           r.reason = "does not fit in the pool even with nothing else running";
-          settle(i, std::move(r));
+          finish_step(i, std::move(r));
         }
         queue.clear();
       }
@@ -787,7 +787,7 @@ Result<RunReport> Executor::run() {
         for (auto& f : d.results.files) settled_.files.push_back(std::move(f));
         for (const auto& [out, rec] : d.record.outputs) settled_.objects.push_back(rec.object);
       }
-      settle(d.step, std::move(d.record));
+      finish_step(d.step, std::move(d.record));
       notify();
     }
   }
