@@ -193,6 +193,7 @@ int run_pipeline(const RunFlags& f) {
   place.host = ctx->here();
   place.machine = ctx->machine;
   place.launcher = &ctx->launcher;
+  place.probe = &version_probe();
   bool tty = isatty(2) && f.format == "text";
   pipeline::SessionSinks sinks;
   sinks.say = [](std::string_view m) {
@@ -209,8 +210,7 @@ int run_pipeline(const RunFlags& f) {
   };
   // The steps' environment is berth's own (an --env-file stands in for the
   // scheduler's variables only), as are the store's credentials.
-  Env process = Env::from_process();
-  auto session = pipeline::Session::open(std::move(o), std::move(place), process, sinks);
+  auto session = pipeline::Session::open(std::move(o), std::move(place), process_env(), sinks);
   if (!session.ok()) return report(session.error());
 
   // 3. Run, with Ctrl-C ending running steps cleanly.

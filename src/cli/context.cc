@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/local_host.h"
+#include "pipeline/probe.h"
 #include "topo/cpulist.h"
 #include "topo/gpus.h"
 #include "util/files.h"
@@ -51,8 +52,18 @@ void add_machine_flags(CLI::App& app, MachineFlags& f) {
                  "Take the Slurm version as X.Y instead of running srun --version");
 }
 
+const Env& process_env() {
+  static const Env env = Env::from_process();
+  return env;
+}
+
+place::VersionProbe& version_probe() {
+  static pipeline::CaptureProbe probe(process_env());
+  return probe;
+}
+
 Result<Env> read_env(const std::string& env_file) {
-  if (env_file.empty()) return Env::from_process();
+  if (env_file.empty()) return process_env();
   auto e = Env::from_file(env_file);
   if (!e.ok()) return e.error().with_context("--env-file");
   return e;
@@ -145,7 +156,7 @@ Result<Context> build_context(const AllocFlags& a, const MachineFlags& m) {
     c.launcher.version_text = "slurm " + m.slurm_version + " (from --slurm-version)";
     c.launcher.detected_by = "--slurm-version";
   } else {
-    c.launcher = place::detect_launcher_cached(kind);
+    c.launcher = place::detect_launcher_cached(kind, version_probe());
   }
   return c;
 }

@@ -76,6 +76,14 @@ Result<Context> build_context(const AllocFlags& a, const MachineFlags& m);
 // Env from --env-file, or the process's.
 Result<Env> read_env(const std::string& env_file);
 
+// berth's own environment, read from the process once (Env::from_process) for every
+// command: what launches and probes run with, whatever --env-file says.
+const Env& process_env();
+
+// How commands ask a launcher or a tool for its version: a pipeline::CaptureProbe over
+// process_env(), made on first use.
+place::VersionProbe& version_probe();
+
 // Discovery with the flags above.
 Result<alloc::Allocation> discover_allocation(const Env& env, const AllocFlags& f);
 

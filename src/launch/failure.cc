@@ -155,8 +155,9 @@ const char* stage_name(SpawnStage s) {
 
 std::string render_failure(const SpawnFailure& f, const FailureContext& c,
                            const std::string& path_env) {
-  std::string where =
-      fmt::format("rank {} on {}: ", c.rank, c.node.empty() ? "(unknown node)" : shown(c.node));
+  std::string where = c.rank < 0 ? std::string()
+                                 : fmt::format("rank {} on {}: ", c.rank,
+                                               c.node.empty() ? "(unknown node)" : shown(c.node));
   switch (f.stage) {
     case SpawnStage::kExec:
       return where + render_exec(f.err, c, path_env);

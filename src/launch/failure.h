@@ -35,6 +35,8 @@ static_assert(sizeof(SpawnFailure) == 8, "the error record is fixed-size");
 
 // What the parent knows when rendering.
 struct FailureContext {
+  // < 0: no rank of a job but a command berth runs for itself (capture.h), whose
+  // messages name neither a rank nor a node.
   int rank = 0;
   std::string executable;  // as given (argv[0])
   std::string resolved;    // the path searched out on the child's PATH, if any

@@ -327,6 +327,7 @@ std::atomic<bool> g_clone_pidfd{true};
 std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 std::string prefix(const FailureContext& c) {
+  if (c.rank < 0) return "";  // a command berth runs for itself: its caller names it
   return "rank " + std::to_string(c.rank) + " on " + c.node + ": ";
 }
 
@@ -549,6 +550,13 @@ std::string search_path(const std::string& name, const std::string& path) {
     start = end + 1;
   }
   return {};
+}
+
+std::vector<std::string> envp_of(const Env& env) {
+  std::vector<std::string> out;
+  out.reserve(env.vars().size());
+  for (const auto& [name, value] : env.vars()) out.push_back(name + "=" + value);
+  return out;
 }
 
 }  // namespace berth::launch

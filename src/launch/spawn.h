@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "launch/failure.h"
+#include "util/env.h"
 #include "util/result.h"
 
 namespace berth::launch {
@@ -74,5 +75,8 @@ class Spawner {
 // '/' is returned as is; else the first directory in which `name` exists and is an
 // executable regular file. Empty when there is none.
 std::string search_path(const std::string& name, const std::string& path);
+
+// `env` as SpawnRequest::envp: "NAME=VALUE" for each variable, in name order.
+std::vector<std::string> envp_of(const Env& env);
 
 }  // namespace berth::launch

@@ -2,7 +2,6 @@
 // through BERTH_HELPERS_DIR (set by ctest) or ../../helpers from this binary.
 #include "launch/spawn.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,21 +21,16 @@
 #include <thread>
 #include <vector>
 
+#include "launch/testing.h"
+
 namespace berth::launch {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string helpers_dir() {
-  if (const char* d = std::getenv("BERTH_HELPERS_DIR"); d != nullptr && *d != '\0') return d;
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return "helpers";
-  std::string self(exe, static_cast<size_t>(n));
-  return self.substr(0, self.rfind('/')) + "/../../helpers";
-}
-
-std::string helper(const std::string& name) { return helpers_dir() + "/berth_helper_" + name; }
+using testing::count_open_fds;
+using testing::helper;
+using testing::helpers_dir;
 
 // A fresh temporary directory, removed (with the files the test made) at the end.
 class TempDir {
@@ -70,16 +64,6 @@ class TempDir {
   std::vector<std::string> files_;
   std::vector<std::string> dirs_;
 };
-
-int count_open_fds() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  closedir(d);
-  return n - 1;  // the directory's own descriptor
-}
 
 class SpawnTest : public ::testing::Test {
  protected:

@@ -23,6 +23,7 @@
 #include "pipeline/explain.h"
 #include "pipeline/key.h"
 #include "pipeline/launch_runner.h"
+#include "pipeline/probe.h"
 #include "pipeline/staging.h"
 #include "pipeline/step_cache.h"
 #include "util/files.h"
@@ -126,8 +127,11 @@ class Executor {
   // cached or executed and nothing went wrong.
   void collect_settled();
   void summarise_notices();
+  // The probe RunOptions gives, or one over the steps' environment.
   place::VersionProbe& probe() {
-    return o_.probe != nullptr ? *o_.probe : place::VersionProbe::real();
+    if (o_.probe != nullptr) return *o_.probe;
+    if (!own_probe_) own_probe_.emplace(parent_);
+    return *own_probe_;
   }
   store::ObjectStore& rows() { return o_.shared ? *o_.shared : store_; }
   double now_s() const { return std::chrono::duration<double>(clock_.steady() - t0_).count(); }
@@ -142,6 +146,7 @@ class Executor {
   Explainer explainer_;
   std::optional<Staging> staging_;
   std::unique_ptr<StepRunner> own_runner_;
+  std::optional<CaptureProbe> own_probe_;
   StepRunner* runner_ = nullptr;
   ToolVersions tools_;
   SteadyTime t0_;

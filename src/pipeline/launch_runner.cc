@@ -23,14 +23,14 @@ namespace fs = std::filesystem;
 
 // The canonical hash of an output file under `form`.
 Result<CanonicalHash> hash_output(const std::string& path, const std::string& form_text,
-                                  const std::string& object) {
+                                  const std::string& object, const Env& env) {
   BERTH_TRY(CanonicalForm form, parse_canonical_form(form_text));
   if (form.kind == CanonicalForm::Kind::kBytes) return CanonicalHash{form.name(), object};
   BERTH_TRY(std::string bytes, files::read_file(path, 1ull << 32));
   // A user's canonicaliser runs in the step's staging directory, like the step.
   std::string cwd = fs::path(path).parent_path().parent_path().string();
-  CommandHook hook = [&cwd](const std::vector<std::string>& argv, std::string_view in) {
-    return run_canonicaliser(argv, in, cwd);
+  CommandHook hook = [&cwd, &env](const std::vector<std::string>& argv, std::string_view in) {
+    return run_canonicaliser(argv, in, env, cwd);
   };
   return canonical_hash(form, bytes, hook);
 }
@@ -284,7 +284,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     // The output is handed over: the store may make it the stored copy (no copy).
     auto object = cache_.objects().adopt_object_file(path);
     if (!object.ok()) return failed(object.error().message());
-    auto canon = hash_output(path, s.canonical.count(out) ? s.canonical.at(out) : "bytes", *object);
+    auto canon = hash_output(path, s.canonical.count(out) ? s.canonical.at(out) : "bytes", *object, parent_);
     if (!canon.ok()) return failed(canon.error().with_context("output '" + out + "'").message());
     r.outputs[out] = {*object, canon->form, canon->hash};
     outputs[out] = output_json(r.outputs[out]);

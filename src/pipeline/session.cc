@@ -15,6 +15,7 @@
 #include "pipeline/index.h"
 #include "pipeline/lease.h"
 #include "pipeline/pipeline_file.h"
+#include "pipeline/probe.h"
 #include "pipeline/settled.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
@@ -344,7 +345,9 @@ std::optional<RunOutcome> Session::State::run_settled() {
   if (::fstat(steps_fd, &sb) != 0 || static_cast<size_t>(sb.st_size) != settled->steps_bytes) {
     return std::nullopt;
   }
-  place::VersionProbe& probe = place.probe != nullptr ? *place.probe : place::VersionProbe::real();
+  std::optional<CaptureProbe> own;
+  if (place.probe == nullptr) own.emplace(env);
+  place::VersionProbe& probe = place.probe != nullptr ? *place.probe : *own;
   if (settled_difference(*settled, pool->nodes(), *store, probe)) return std::nullopt;
   RunReport header;
   header.pipeline = settled->pipeline;

@@ -1,7 +1,18 @@
-// Pipeline files shared by this library's tests. Test-only.
+// Pipeline files shared by this library's tests, and the environment the commands they
+// run are given. Test-only.
 #pragma once
 
+#include "util/env.h"
+
 namespace berth::pipeline::testdata {
+
+// What a command a test runs (a canonicaliser, a version probe) is given: a PATH and
+// nothing else, never the test's own environment.
+inline Env command_env() {
+  Env env;
+  env.set("PATH", "/usr/bin:/bin");
+  return env;
+}
 
 // The example pipeline of spec 04 §1, with a comment on every key: it must always parse
 // and expand.

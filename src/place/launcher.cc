@@ -1,23 +1,11 @@
 #include "place/launcher.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <map>
 #include <mutex>
 
 #include <fmt/format.h>
 
 #include "util/strings.h"
-
-extern char** environ;  // NOLINT: the probe runs launchers with berth's own environment
 
 namespace berth::place {
 
@@ -157,75 +145,6 @@ bool looks_like_pals(std::string_view text) {
   return lower.find("pals") != std::string::npos;
 }
 
-namespace {
-
-class RealProbe : public VersionProbe {
- public:
-  Result<std::string> run(const std::vector<std::string>& argv) override {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      return fail(Errc::kIo, fmt::format("{}: pipe: {}", argv[0], std::strerror(errno)));
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    pid_t pid = -1;
-    int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (rc != 0) {
-      close(fds[0]);
-      return fail(rc == ENOENT ? Errc::kNotFound : Errc::kIo,
-                  fmt::format("{}: {}", argv[0], std::strerror(rc)));
-    }
-    // Read until EOF, at most 64 KiB, for at most 10 s: a hung launcher must not
-    // hang berth.
-    std::string out;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    bool timed_out = false;
-    for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      deadline - std::chrono::steady_clock::now())
-                      .count();
-      if (left <= 0) {
-        timed_out = true;
-        break;
-      }
-      pollfd p{fds[0], POLLIN, 0};
-      int n = poll(&p, 1, static_cast<int>(left));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        timed_out = n == 0;
-        break;
-      }
-      char buf[4096];
-      ssize_t r = read(fds[0], buf, sizeof buf);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      if (out.size() < 65536) out.append(buf, static_cast<size_t>(r));
-    }
-    close(fds[0]);
-    if (timed_out && pid > 0) kill(pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (timed_out) return fail(Errc::kIo, fmt::format("{}: did not finish in 10 s", argv[0]));
-    return out;
-  }
-};
-
-}  // namespace
-
-VersionProbe& VersionProbe::real() {
-  static RealProbe probe;
-  return probe;
-}
-
 Launcher detect_launcher(topo::LauncherKind kind, VersionProbe& probe) {
   Launcher l;
   l.kind = kind;
@@ -272,12 +191,12 @@ Launcher detect_launcher(topo::LauncherKind kind, VersionProbe& probe) {
   return l;
 }
 
-const Launcher& detect_launcher_cached(topo::LauncherKind kind) {
+const Launcher& detect_launcher_cached(topo::LauncherKind kind, VersionProbe& probe) {
   static std::mutex mu;
   static std::map<topo::LauncherKind, Launcher> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(kind);
-  if (it == cache.end()) it = cache.emplace(kind, detect_launcher(kind, VersionProbe::real())).first;
+  if (it == cache.end()) it = cache.emplace(kind, detect_launcher(kind, probe)).first;
   return it->second;
 }
 

@@ -76,22 +76,23 @@ std::optional<std::vector<std::string>> parse_mpi_plugins(std::string_view text)
 bool looks_like_pals(std::string_view text);
 
 // Runs a short command and returns what it printed (stdout and stderr). The seam
-// that lets detection be tested without a launcher.
+// that lets detection be tested without a launcher. place starts no process (launch is
+// its sibling, not its dependency): the real probe, pipeline::CaptureProbe, runs the
+// command through launch::capture, and the CLI hands it in.
 class VersionProbe {
  public:
   virtual ~VersionProbe() = default;
   // Fails (kNotFound) when the program is not on PATH, (kIo) when it could not run
   // or did not finish within a few seconds.
   virtual Result<std::string> run(const std::vector<std::string>& argv) = 0;
-  // The real probe: posix_spawnp with a pipe, bounded by a timeout.
-  static VersionProbe& real();
 };
 
 // Detects the launcher of `kind` with `probe`. Never fails: a launcher that is
 // missing or unreadable is returned with no version and the reason in version_text.
 Launcher detect_launcher(topo::LauncherKind kind, VersionProbe& probe);
 
-// detect_launcher() with the real probe, cached per process and kind.
-const Launcher& detect_launcher_cached(topo::LauncherKind kind);
+// detect_launcher(), cached per process and kind: `probe` runs only on the first call
+// for a kind.
+const Launcher& detect_launcher_cached(topo::LauncherKind kind, VersionProbe& probe);
 
 }  // namespace berth::place

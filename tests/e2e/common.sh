@@ -83,6 +83,18 @@ need_slurm() {
   fi
 }
 
+# gone PID: the process no longer exists or is a zombie (killed, waiting for init to
+# reap it), within 2 s of berth's exit — SIGKILL is delivered asynchronously.
+gone() {
+  for _ in $(seq 40); do
+    local st
+    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)
+    [[ -z $st || $st == Z ]] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 # json EXPR: evaluates a Python expression over the JSON in $OUT (bound to j).
 json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)" <<<"$OUT"; }
 

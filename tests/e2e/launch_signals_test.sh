@@ -6,18 +6,6 @@
 H=$BERTH_BUILD_DIR/helpers
 [[ -x $H/berth_helper_spawn_grandchild ]] || { echo "FAIL: helpers not built in $H" >&2; exit 1; }
 
-# gone PID: the process no longer exists or is a zombie (killed, waiting for init to
-# reap it), within 2 s of berth's exit — SIGKILL is delivered asynchronously.
-gone() {
-  for _ in $(seq 40); do
-    local st
-    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)
-    [[ -z $st || $st == Z ]] && return 0
-    sleep 0.05
-  done
-  return 1
-}
-
 # A rank trapping SIGTERM, with a grandchild also trapping it, killed by the abort
 # that a failing second rank causes.
 # The rank prints its own pid, then the helper prints its grandchild's.
