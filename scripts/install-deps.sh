@@ -40,17 +40,22 @@ fi
 
 SUDO=
 if [[ $(id -u) != 0 ]]; then SUDO=sudo; fi
+host=$(hostname -s 2>/dev/null || cat /proc/sys/kernel/hostname)
+# Grid Engine resolves this host's name (its set-up fails the install when it cannot:
+# "sge_gethostbyname failed") and the loopback address its clients connect from
+# ("can't resolve client IP address"). A machine whose /etc/hosts lacks either line
+# (a fresh debootstrap root, some containers) gets the one Debian's installer writes.
+if ! getent hosts localhost >/dev/null 2>&1 || ! getent hosts 127.0.0.1 >/dev/null 2>&1; then
+  echo "[install-deps] 127.0.0.1 does not resolve: adding '127.0.0.1 localhost' to /etc/hosts"
+  echo "127.0.0.1 localhost" | $SUDO tee -a /etc/hosts >/dev/null
+fi
+if ! getent hosts "$host" >/dev/null 2>&1; then
+  echo "[install-deps] $host does not resolve: adding '127.0.1.1 $host' to /etc/hosts"
+  echo "127.0.1.1 $host" | $SUDO tee -a /etc/hosts >/dev/null
+fi
 if ((${#missing[@]})); then
   echo "[install-deps] installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  host=$(hostname -s 2>/dev/null || cat /proc/sys/kernel/hostname)
-  # Grid Engine's set-up resolves this host's name and fails the install when it
-  # cannot ("sge_gethostbyname failed"); a machine whose /etc/hosts lacks its own name
-  # (a fresh debootstrap root, some containers) gets the line Debian's installer writes.
-  if ! getent hosts "$host" >/dev/null 2>&1; then
-    echo "[install-deps] $host does not resolve: adding '127.0.1.1 $host' to /etc/hosts"
-    echo "127.0.1.1 $host" | $SUDO tee -a /etc/hosts >/dev/null
-  fi
   # Grid Engine's packages ask for a cell and a master host: answer before they ask.
   for p in gridengine-common gridengine-master gridengine-exec gridengine-client; do
     printf '%s shared/gridengineconfig boolean true\n%s shared/gridenginecell string default\n%s shared/gridenginemaster string %s\n' \
