@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "alloc/hostlist.h"
-#include "alloc/pool.h"
+#include "alloc/node_table.h"
 #include "util/files.h"
 
 namespace berth::alloc {
@@ -28,7 +28,7 @@ const std::vector<SourceInfo> kSources = {
 
 // The multiplier (spec 01 §2.6): N copies of every node, to simulate a larger cluster
 // from a smaller one. Copy k >= 1 of "node" is named "node-x<k>" so that copies are
-// distinct pool entries rather than duplicates that dedup would drop.
+// distinct node-table entries rather than duplicates that dedup would drop.
 std::vector<NodeSpec> multiply(const std::vector<NodeSpec>& specs, int64_t factor) {
   if (factor <= 1) return specs;
   std::vector<NodeSpec> out;
@@ -56,15 +56,15 @@ struct Selection {
   std::set<size_t> drop;
 };
 
-std::string describe(const Allocation& a, const Pool& pool) {
+std::string describe(const Allocation& a, const NodeTable& table) {
   std::vector<std::string> names;
-  for (const Node& n : pool.nodes()) names.push_back(n.name);
+  for (const Node& n : table.nodes()) names.push_back(n.name);
   return fmt::format("the {} allocation ({})", a.owner, hostlist::compress(names));
 }
 
-Result<void> select_name(Selection& sel, const Pool& pool, const std::string& name,
+Result<void> select_name(Selection& sel, const NodeTable& table, const std::string& name,
                          const std::string& origin, const std::string& where) {
-  auto idx = pool.find(name);
+  auto idx = table.find(name);
   if (!idx) {
     return fail(Errc::kRefused,
                 fmt::format("{}: node '{}' is not in {}; a filter cannot add nodes", origin,
@@ -74,9 +74,9 @@ Result<void> select_name(Selection& sel, const Pool& pool, const std::string& na
   return Ok{};
 }
 
-Result<void> apply_filter(const Input& in, Allocation& a, Pool& pool) {
+Result<void> apply_filter(const Input& in, Allocation& a, NodeTable& table) {
   const Options& o = in.options;
-  std::string where = describe(a, pool);
+  std::string where = describe(a, table);
   Selection sel;
   std::vector<std::pair<size_t, int64_t>> limits;  // index -> slots asked for
 
@@ -87,11 +87,11 @@ Result<void> apply_filter(const Input& in, Allocation& a, Pool& pool) {
     if (!parsed.ok()) return parsed.error();
     for (const NodeSpec& s : parsed->nodes) {
       sel.any_positive = true;
-      BERTH_CHECK(select_name(sel, pool, s.name, origin, where));
-      if (s.slots_given) limits.emplace_back(*pool.find(s.name), s.slots);
+      BERTH_CHECK(select_name(sel, table, s.name, origin, where));
+      if (s.slots_given) limits.emplace_back(*table.find(s.name), s.slots);
     }
     for (const std::string& ex : parsed->excluded) {
-      auto idx = pool.find(ex);
+      auto idx = table.find(ex);
       if (!idx) {
         return fail(Errc::kRefused,
                     fmt::format("{}: excluded node '{}' is not in {}", origin, ex, where));
@@ -107,29 +107,28 @@ Result<void> apply_filter(const Input& in, Allocation& a, Pool& pool) {
       sel.any_positive = true;
       switch (t.kind) {
         case HostToken::kName: {
-          BERTH_CHECK(select_name(sel, pool, t.name, "--host", where));
-          size_t idx = *pool.find(t.name);
+          BERTH_CHECK(select_name(sel, table, t.name, "--host", where));
+          size_t idx = *table.find(t.name);
           if (t.slots_explicit && !t.slots_star) {
             limits.emplace_back(idx, t.slots);
           }
           break;
         }
         case HostToken::kRelativeIndex: {
-          if (t.index < 0 || static_cast<size_t>(t.index) >= pool.nodes().size()) {
-            return fail(Errc::kRefused,
-                        fmt::format("--host: +n{} names no node: {} has {} node(s)", t.index,
-                                    where, pool.nodes().size()));
+          if (t.index < 0 || static_cast<size_t>(t.index) >= table.nodes().size()) {
+            return fail(Errc::kRefused, fmt::format("--host: +n{} names no node: {} has {} node(s)",
+                                                    t.index, where, table.nodes().size()));
           }
           sel.keep.insert(static_cast<size_t>(t.index));
           break;
         }
         case HostToken::kEmpty: {
           // Nothing runs yet, so every node is empty: +e takes all, +e:N the first N.
-          size_t n = t.count < 0 ? pool.nodes().size() : static_cast<size_t>(t.count);
-          if (n > pool.nodes().size()) {
+          size_t n = t.count < 0 ? table.nodes().size() : static_cast<size_t>(t.count);
+          if (n > table.nodes().size()) {
             return fail(Errc::kRefused,
-                        fmt::format("--host: +e:{} asks for {} empty node(s); {} has {}",
-                                    t.count, t.count, where, pool.nodes().size()));
+                        fmt::format("--host: +e:{} asks for {} empty node(s); {} has {}", t.count,
+                                    t.count, where, table.nodes().size()));
           }
           for (size_t i = 0; i < n; ++i) sel.keep.insert(i);
           break;
@@ -140,19 +139,19 @@ Result<void> apply_filter(const Input& in, Allocation& a, Pool& pool) {
 
   // A filter may lower a node's slots, never raise them.
   for (auto [idx, want] : limits) {
-    Node& n = pool.node(idx);
+    Node& n = table.node(idx);
     if (want > n.slots) {
       return fail(Errc::kRefused,
                   fmt::format("node '{}' asks for {} slots; {} gives it {}", n.name, want,
                               where, n.slots));
     }
   }
-  for (auto [idx, want] : limits) pool.node(idx).slots = want;
+  for (auto [idx, want] : limits) table.node(idx).slots = want;
 
-  for (const Node& n : pool.nodes()) {
+  for (const Node& n : table.nodes()) {
     bool kept = sel.any_positive ? sel.keep.count(n.index) > 0 : true;
     if (sel.drop.count(n.index)) kept = false;
-    if (!kept) pool.node(n.index).state = NodeState::kNotIncluded;
+    if (!kept) table.node(n.index).state = NodeState::kNotIncluded;
   }
   return Ok{};
 }
@@ -199,9 +198,9 @@ Result<Allocation> discover(const Input& in) {
   a.owner = owner->name;
   a.scheduler_owned = owner->scheduler_owned;
   a.job_id = found.job_id;
-  Pool pool(in.local, in.options.keep_fqdn);
-  for (const NodeSpec& s : multiply(found.nodes, in.options.multiplier)) pool.insert(s);
-  if (pool.nodes().empty()) {
+  NodeTable table(in.local, in.options.keep_fqdn);
+  for (const NodeSpec& s : multiply(found.nodes, in.options.multiplier)) table.insert(s);
+  if (table.nodes().empty()) {
     return fail(Errc::kInvalidInput, fmt::format("the {} allocation has no nodes", a.owner));
   }
 
@@ -209,10 +208,10 @@ Result<Allocation> discover(const Input& in) {
   //    the hosts source the hostfile is the allocation and --host filters it.
   bool filter = a.owner != "hosts" ? (!in.options.hosts.empty() || in.options.hostfile)
                                    : (!in.options.hosts.empty() && in.options.hostfile);
-  if (filter) BERTH_CHECK(apply_filter(in, a, pool));
+  if (filter) BERTH_CHECK(apply_filter(in, a, table));
 
-  a.nodes = pool.nodes();
-  a.total_slots = pool.total_slots();
+  a.nodes = table.nodes();
+  a.total_slots = table.total_slots();
   if (a.up_nodes().empty()) {
     return fail(Errc::kRefused,
                 fmt::format("the filter excludes every node of the {} allocation", a.owner));

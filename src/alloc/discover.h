@@ -1,7 +1,7 @@
 // discover: the one call that answers "what was I given?".
 //
 // Asks each source in priority order (source.h) until one owns the allocation,
-// inserts its nodes into a Pool, applies the multiplier, then — when the allocation
+// inserts its nodes into a NodeTable, applies the multiplier, then — when the allocation
 // came from somewhere other than the user's own --host/--hostfile — lets
 // --host/--hostfile filter it: they select nodes and may lower slot counts, never add
 // a node or a slot (spec 01 §5: under a scheduler a hostfile is a filter; one naming a
@@ -21,10 +21,10 @@ struct Allocation {
   std::string owner;             // the owning source's name
   bool scheduler_owned = false;  // an external resource manager owns these nodes
   std::string job_id;            // the scheduler's job id, or empty
-  std::vector<Node> nodes;       // pool order
+  std::vector<Node> nodes;       // node-table order
   int64_t total_slots = 0;       // sum over nodes that are up
 
-  // The nodes in state kUp, in pool order.
+  // The nodes in state kUp, in node-table order.
   std::vector<const Node*> up_nodes() const;
 };
 

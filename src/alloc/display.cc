@@ -13,28 +13,6 @@ namespace {
 // spec 01 §3: the version of the JSON and XML shapes.
 constexpr int kFormatVersion = 1;
 
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 cannot carry most control characters even escaped; host names
-        // never hold them (the parsers refuse them), so this is a safety net.
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += '?';
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
-
 const char* yes(bool b) { return b ? "true" : "false"; }
 
 }  // namespace
@@ -70,22 +48,22 @@ std::string to_xml(const Allocation& a) {
   out += fmt::format(
       "<allocation version=\"{}\" owner=\"{}\" scheduler_owned=\"{}\" job_id=\"{}\" "
       "total_slots=\"{}\">\n",
-      kFormatVersion, xml_escape(a.owner), yes(a.scheduler_owned), xml_escape(a.job_id),
+      kFormatVersion, str::xml_escape(a.owner), yes(a.scheduler_owned), str::xml_escape(a.job_id),
       a.total_slots);
   for (const Node& n : a.nodes) {
     out += fmt::format(
         "  <node index=\"{}\" name=\"{}\" rawname=\"{}\" slots=\"{}\" slots_max=\"{}\" "
         "slots_given=\"{}\" state=\"{}\" local=\"{}\"",
-        n.index, xml_escape(n.name), xml_escape(n.rawname), n.slots, n.slots_max,
+        n.index, str::xml_escape(n.name), str::xml_escape(n.rawname), n.slots, n.slots_max,
         yes(n.slots_given), node_state_name(n.state), yes(n.local));
-    if (!n.user.empty()) out += fmt::format(" user=\"{}\"", xml_escape(n.user));
+    if (!n.user.empty()) out += fmt::format(" user=\"{}\"", str::xml_escape(n.user));
     if (n.aliases.empty()) {
       out += "/>\n";
       continue;
     }
     out += ">\n";
     for (const std::string& al : n.aliases) {
-      out += fmt::format("    <alias name=\"{}\"/>\n", xml_escape(al));
+      out += fmt::format("    <alias name=\"{}\"/>\n", str::xml_escape(al));
     }
     out += "  </node>\n";
   }

@@ -1,8 +1,8 @@
-// What a source says about one node, and what the pool holds for it.
+// What a source says about one node, and what the node table holds for it.
 //
-// A source (Slurm, PBS, a hostfile, ...) produces NodeSpecs; the Pool (pool.h) turns
-// them into Nodes: deduplicated, FQDN-normalised, merged with the local host, with
-// indices that are never reused. spec 01 §3 pins how a Node is displayed.
+// A source (Slurm, PBS, a hostfile, ...) produces NodeSpecs; the NodeTable
+// (node_table.h) turns them into Nodes: deduplicated, FQDN-normalised, merged with the
+// local host, with indices that are never reused. spec 01 §3 pins how a Node is displayed.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ enum class NodeState {
 const char* node_state_name(NodeState s);  // "up", "not-included"
 
 struct Node {
-  size_t index = 0;                  // pool index; never reused
+  size_t index = 0;                  // node-table index; never reused
   std::string name;                  // short name (FQDN cut at the first dot; IPs kept whole)
   std::string rawname;               // the name exactly as the source gave it
   std::vector<std::string> aliases;  // every other name that reaches this node

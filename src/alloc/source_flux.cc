@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "alloc/hostlist.h"
-#include "alloc/idset.h"
 #include "alloc/rm_input.h"
 #include "alloc/source.h"
+#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::alloc {
@@ -107,8 +107,8 @@ struct RankEntry {
 };
 
 // Parses the idset string at `v` (already known to be a string).
-Result<std::vector<idset::Range>> parse_ids(const json& v, std::string_view origin,
-                                            const std::string& path) {
+Result<std::vector<idset::Range>> read_idset(const json& v, std::string_view origin,
+                                             const std::string& path) {
   auto ids = idset::parse(v.get_ref<const std::string&>());
   if (!ids.ok()) return bad(origin, path, ids.error().message());
   return std::move(ids).value();
@@ -125,14 +125,14 @@ Result<std::vector<RankEntry>> read_r_lite(const json& r_lite, std::string_view 
     if (!e.is_object())
       return bad(origin, path, fmt::format("expected an object, found {}", e.type_name()));
     BERTH_TRY(const json* rank, require(e, origin, path, "rank", "a string", is_string));
-    BERTH_TRY(auto ranks, parse_ids(*rank, origin, path + ".rank"));
+    BERTH_TRY(auto ranks, read_idset(*rank, origin, path + ".rank"));
     if (ranks.empty()) return bad(origin, path + ".rank", "no ranks");
     BERTH_TRY(const json* children, require(e, origin, path, "children", "an object", is_object));
     // A rank's slots are its cores. GPUs and other children do not add slots: they
     // are resources a slot may use, not places to run.
     BERTH_TRY(const json* core,
               require(*children, origin, path + ".children", "core", "a string", is_string));
-    BERTH_TRY(auto cores, parse_ids(*core, origin, path + ".children.core"));
+    BERTH_TRY(auto cores, read_idset(*core, origin, path + ".children.core"));
     int64_t n = idset::count(cores);
     if (n == 0) return bad(origin, path + ".children.core", "no cores");
     for (const idset::Range& r : ranks) out.push_back({r, n, i});

@@ -7,7 +7,7 @@
 // It always answers, so discovery always ends with an allocation.
 //
 // Hostfile exclusions (^host) remove hosts from whatever list wins, matched by name or
-// short name ("^node1" drops "node1.cluster.org"), as the pool deduplicates.
+// short name ("^node1" drops "node1.cluster.org"), as the node table deduplicates.
 //
 // Decisions worth knowing:
 //   - An explicit --hostfile that names no host is an error, unless --host is given too:
@@ -45,7 +45,8 @@ Result<Hostfile> read_hostfile(const std::string& path, std::string_view label) 
   return parse_hostfile(*text, origin);
 }
 
-// The name pools compare hosts by: the part before the first '.', unless an IP address.
+// The name the node table compares hosts by: the part before the first '.', unless an
+// IP address.
 std::string_view short_name(std::string_view name) {
   if (str::is_ip_address(name)) return name;
   return name.substr(0, name.find('.'));

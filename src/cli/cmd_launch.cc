@@ -21,6 +21,7 @@
 #include "place/placement.h"
 #include "topo/cores.h"
 #include "topo/describe.h"
+#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::cli {
@@ -210,8 +211,8 @@ int run_launch(CLI::App& app, const Flags& f) {
   // 2. This node's CPUs: one id per physical core, and every hardware thread.
   std::optional<std::vector<int>> affinity;
   if (!f.affinity.empty()) {
-    auto ids = place::parse_ids(f.affinity, "--affinity");
-    if (!ids.ok()) return report(ids.error());
+    auto ids = idset::parse_ids(f.affinity);
+    if (!ids.ok()) return report(ids.error().with_context("--affinity"));
     affinity = *ids;
   }
   auto reader = topo::make_cpu_reader(f.sysfs_root.empty() ? "/" : f.sysfs_root, affinity);

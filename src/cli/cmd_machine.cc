@@ -12,6 +12,7 @@
 #include "place/placement.h"
 #include "place/render.h"
 #include "topo/gpus.h"
+#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::cli {
@@ -50,7 +51,7 @@ nlohmann::ordered_json to_json(const Context& c) {
   j["cores_provenance"] = m.cores_per_node.value ? m.cores_per_node.provenance
                                                  : "detected: " + c.node.cores_provenance;
   j["usable_core_ids"] = c.node.usable_core_ids;
-  j["usable_core_list"] = place::format_ids(c.node.usable_core_ids);
+  j["usable_core_list"] = idset::encode_ids(c.node.usable_core_ids);
   j["core_basis"] = topo::core_basis_name(c.node.core_basis);
   j["threads_per_core"] = c.node.threads_per_core;
   ordered_json g;

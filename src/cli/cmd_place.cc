@@ -32,6 +32,7 @@
 #include "place/pool.h"
 #include "place/render.h"
 #include "topo/gpus.h"
+#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::cli {
@@ -142,7 +143,7 @@ Result<std::optional<place::Placement>> explicit_placement(const Flags& f, const
       if (std::find(usable_here.begin(), usable_here.end(), id) == usable_here.end()) {
         return fail(Errc::kRefused,
                     fmt::format("--cores: core {} is not usable on node '{}' (usable: {})", id,
-                                p.nodes[i], place::format_ids(usable_here)));
+                                p.nodes[i], idset::encode_ids(usable_here)));
       }
     }
     p.cores.push_back(std::move(set));
@@ -185,7 +186,7 @@ nlohmann::ordered_json to_json(const place::Rendered& r, const std::optional<pla
     ordered_json pj;
     pj["nodes"] = p->nodes;
     std::vector<std::string> cores;
-    for (const auto& set : p->cores) cores.push_back(place::format_ids(set));
+    for (const auto& set : p->cores) cores.push_back(idset::encode_ids(set));
     pj["cores"] = cores;
     pj["gpus"] = p->gpus;
     pj["gpu_ids"] = p->gpu_ids;
@@ -194,7 +195,7 @@ nlohmann::ordered_json to_json(const place::Rendered& r, const std::optional<pla
     j["placement"] = nullptr;
   }
   j["bind_cpus"] = r.bind_cpus.empty() ? ordered_json(nullptr)
-                                       : ordered_json(place::format_ids(r.bind_cpus));
+                                       : ordered_json(idset::encode_ids(r.bind_cpus));
   j["tasks"] = s.tasks;
   j["cpus_per_task"] = s.cpus_per_task;
   j["launcher"] = {{"kind", topo::launcher_kind_name(c.launcher.kind)},

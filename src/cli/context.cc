@@ -4,7 +4,6 @@
 
 #include "cli/local_host.h"
 #include "pipeline/probe.h"
-#include "topo/cpulist.h"
 #include "topo/gpus.h"
 #include "util/files.h"
 
@@ -115,7 +114,7 @@ Result<Context> build_context(const AllocFlags& a, const MachineFlags& m) {
   // 3. This node.
   std::optional<std::vector<int>> affinity;
   if (!m.affinity.empty()) {
-    auto ids = topo::parse_cpulist(m.affinity);
+    auto ids = idset::parse_ids(m.affinity);
     if (!ids.ok()) return ids.error().with_context("--affinity");
     affinity = *ids;
   }

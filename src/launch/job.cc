@@ -70,28 +70,6 @@ struct WireEvents {
   }
 };
 
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // Control characters other than tab cannot appear in XML 1.0 even escaped.
-        if (c < 0x20 && c != '\t') {
-          out += fmt::format("&#x{:x};", 0x2400 + c);  // the Unicode control picture
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
-
 // Checks that the job's descriptors fit under RLIMIT_NOFILE, raising the soft limit
 // toward the hard one when needed; retried briefly, since other descriptors of the
 // process may be closing. Fails naming the limit.
@@ -796,7 +774,7 @@ std::string line_prefix(const JobSpec& spec, int rank, pid_t pid, bool is_stderr
 std::string xml_line(int rank, bool is_stderr, std::string_view line) {
   if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
   const char* tag = is_stderr ? "stderr" : "stdout";
-  return fmt::format("<{} rank=\"{}\">{}</{}>\n", tag, rank, xml_escape(line), tag);
+  return fmt::format("<{} rank=\"{}\">{}</{}>\n", tag, rank, str::xml_escape(line), tag);
 }
 
 Result<JobOutcome> run_job(const JobSpec& spec, const Env& parent, Spawner& spawner,

@@ -83,6 +83,8 @@
 #include <system_error>
 #include <utility>
 
+#include "util/idset.h"
+
 namespace berth::launch {
 namespace {
 
@@ -136,9 +138,6 @@ static_assert(sizeof(void*) == 8, "KernelSigaction is the 64-bit layout");
 
 // Where PATH is unset in the child's environment, search as glibc's execvp does.
 constexpr std::string_view kDefaultPath = "/bin:/usr/bin";
-// A CPU id beyond any Linux build's NR_CPUS (8192 today): refused without a child,
-// rather than allocating a mask for it.
-constexpr int kMaxCpuId = 1 << 16;
 constexpr size_t kChildStackBytes = 64 * 1024;
 
 // Everything the child reads. Built by the parent; the child only reads it (it lives in
@@ -430,7 +429,7 @@ Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext
       }
       if (c > max_cpu) max_cpu = c;
     }
-    if (max_cpu >= kMaxCpuId) {
+    if (max_cpu > idset::kMaxCpuId) {
       return failure_error({SpawnStage::kAffinity, EINVAL}, req, ctx, exec_path, path_env);
     }
     s.cpu.assign(static_cast<size_t>(max_cpu / kBits + 1), 0);

@@ -1,6 +1,7 @@
 // The real spawner against real processes: the tiny programs in tests/helpers, found
 // through BERTH_HELPERS_DIR (set by ctest) or ../../helpers from this binary.
 #include "launch/spawn.h"
+#include "launch/status.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -92,7 +93,7 @@ class SpawnTest : public ::testing::Test {
     int status = 0;
     EXPECT_EQ(waitpid(s.pid, &status, 0), s.pid);
     if (s.pidfd >= 0) close(s.pidfd);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return decode_wait_status(status).exit_code();
   }
 
   // Runs `r` with stdout on a pipe; returns what it printed, and its exit code in *code.
@@ -519,7 +520,8 @@ TEST_F(SpawnTest, ConcurrentSpawnsFromSeveralThreadsAllSucceed) {
         int status = 0;
         waitpid(s->pid, &status, 0);
         close(s->pidfd);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == t) ++ok[static_cast<size_t>(t)];
+        ExitStatus st = decode_wait_status(status);
+        if (st.kind == ExitStatus::kExited && st.code == t) ++ok[static_cast<size_t>(t)];
       }
     });
   }

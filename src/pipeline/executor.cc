@@ -28,6 +28,7 @@
 #include "pipeline/step_cache.h"
 #include "util/files.h"
 #include "util/sha256.h"
+#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::pipeline {
@@ -506,7 +507,7 @@ void Executor::start(size_t i, place::Grant grant) {
   // Every node the step runs on, not only the first (a two-node MPI step is on both).
   const place::Placement& p = grant.placement;
   rec.node = p.nodes.empty() ? o_.host : str::join(p.nodes, ",");
-  rec.cores = place::format_ids(p.cores.empty() ? std::vector<int>{} : p.cores[0]);
+  rec.cores = idset::encode_ids(p.cores.empty() ? std::vector<int>{} : p.cores[0]);
   rec.start_s = now_s();
   StepTask t;
   t.step = i;

@@ -14,6 +14,8 @@
 #include <functional>
 #include <thread>
 
+#include "launch/status.h"
+
 namespace berth::pipeline {
 namespace {
 
@@ -381,8 +383,7 @@ TEST_F(IndexTest, TwoProcessesShareOneFile) {
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(launch::describe(launch::decode_wait_status(status)), "exited with status 0");
   EXPECT_EQ(index->write_errors(), 0u);
   index.reset();
 

@@ -1,8 +1,5 @@
-// The pipeline file parser: TOML (toml++) into a PipelineFile (spec 04 §1–§2).
-//
-// toml++ reports syntax errors by throwing toml::parse_error; parse_pipeline() is the
-// only place in this library that lets it throw, and nothing escapes it (STYLE:
-// libraries return values).
+// The pipeline file parser: TOML (toml++, read through util/toml_fields.h) into a
+// PipelineFile (spec 04 §1–§2).
 #include "pipeline/pipeline_file.h"
 
 #include <fmt/format.h>
@@ -15,155 +12,19 @@
 #include "util/env.h"
 #include "util/files.h"
 #include "util/strings.h"
+#include "util/toml_fields.h"
 
 namespace berth::pipeline {
 namespace {
 
 constexpr size_t kMaxStringBytes = 64 * 1024;
 constexpr size_t kMaxArrayItems = 1 << 16;
-
-const char* type_name(toml::node_type t) {
-  switch (t) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::date:
-    case toml::node_type::time:
-    case toml::node_type::date_time:
-      return "a date or time";
-    case toml::node_type::none:
-      break;
-  }
-  return "nothing";
-}
+constexpr TomlLimits kLimits{kMaxStringBytes, kMaxArrayItems};
 
 SourcePos pos_of(const toml::node& n) {
   const auto& b = n.source().begin;
   return SourcePos{b.line, b.column};
 }
-
-// One TOML table being read. Every key taken is remembered, so that finish() can
-// report any key nobody asked for, by its full dotted name. Messages read
-// "file:line:col: <context>: <key>: <what>" (spec 04 §2).
-class Fields {
- public:
-  Fields(const toml::table& t, std::string context, std::string prefix, const std::string& file)
-      : t_(t), context_(std::move(context)), prefix_(std::move(prefix)), file_(file) {}
-
-  std::string key(std::string_view k) const {
-    return prefix_.empty() ? std::string(k) : prefix_ + "." + std::string(k);
-  }
-  Failure error(const toml::node* at, std::string_view k, std::string_view what) const {
-    SourcePos p = pos_of(at ? *at : static_cast<const toml::node&>(t_));
-    std::string where = p.line ? fmt::format("{}:{}:{}", file_, p.line, p.column) : file_;
-    std::string ctx = context_.empty() ? "" : context_ + ": ";
-    std::string name = k.empty() ? prefix_ : key(k);
-    return fail(Errc::kInvalidInput,
-                fmt::format("{}: {}{}{}", where, ctx, name.empty() ? "" : name + ": ", what));
-  }
-  Failure wrong_type(std::string_view k, std::string_view want, const toml::node& n) const {
-    return error(&n, k, fmt::format("must be {}, not {}", want, type_name(n.type())));
-  }
-
-  const toml::node* node(std::string_view k) {
-    seen_.insert(std::string(k));
-    return t_.get(k);
-  }
-
-  Result<std::optional<std::string>> string(std::string_view k) {
-    const toml::node* n = node(k);
-    if (!n) return std::optional<std::string>();
-    BERTH_TRY(std::string s, string_of(n, k));
-    return std::optional<std::string>(std::move(s));
-  }
-  Result<std::string> string_of(const toml::node* n, std::string_view k) const {
-    const auto* s = n->as_string();
-    if (!s) return wrong_type(k, "a string", *n);
-    if (s->get().size() > kMaxStringBytes) {
-      return error(n, k, fmt::format("longer than {} bytes", kMaxStringBytes));
-    }
-    return s->get();
-  }
-
-  // An array of strings; `allow_empty` false makes [] an error.
-  Result<std::optional<std::vector<std::string>>> strings(std::string_view k, bool allow_empty) {
-    const toml::node* n = node(k);
-    if (!n) return std::optional<std::vector<std::string>>();
-    BERTH_TRY(std::vector<std::string> v, strings_of(n, k, allow_empty));
-    return std::optional<std::vector<std::string>>(std::move(v));
-  }
-  Result<std::vector<std::string>> strings_of(const toml::node* n, std::string_view k,
-                                              bool allow_empty) const {
-    const auto* a = n->as_array();
-    if (!a) return wrong_type(k, "an array of strings", *n);
-    if (a->size() > kMaxArrayItems) {
-      return error(n, k, fmt::format("more than {} items", kMaxArrayItems));
-    }
-    if (a->empty() && !allow_empty) return error(n, k, "must not be empty");
-    std::vector<std::string> out;
-    for (const toml::node& item : *a) {
-      if (!item.is_string())
-        return error(&item, k,
-                     fmt::format("items must be strings, not {}", type_name(item.type())));
-      BERTH_TRY(std::string s, string_of(&item, k));
-      out.push_back(std::move(s));
-    }
-    return out;
-  }
-
-  Result<std::optional<int64_t>> integer(std::string_view k, int64_t min, int64_t max) {
-    const toml::node* n = node(k);
-    if (!n) return std::optional<int64_t>();
-    const auto* i = n->as_integer();
-    if (!i) return wrong_type(k, "an integer", *n);
-    int64_t v = i->get();
-    if (v < min || v > max) {
-      return error(n, k, fmt::format("{} is out of range [{}, {}]", v, min, max));
-    }
-    return std::optional<int64_t>(v);
-  }
-
-  Result<const toml::table*> table(std::string_view k) {
-    const toml::node* n = node(k);
-    if (!n) return static_cast<const toml::table*>(nullptr);
-    const auto* t = n->as_table();
-    if (!t) return wrong_type(k, "a table", *n);
-    return t;
-  }
-
-  Fields sub(const toml::table& t, std::string_view k) const {
-    return Fields(t, context_, key(k), file_);
-  }
-
-  // Every key of the table that nobody read is an error: a misspelt key would
-  // otherwise be a silently ignored setting (spec 04 §2).
-  Result<void> finish() const {
-    for (const auto& [k, v] : t_) {
-      if (!seen_.count(std::string(k.str()))) {
-        return error(&v, str::printable(k.str()), "unknown key");
-      }
-    }
-    return Ok{};
-  }
-
-  const toml::table& raw() const { return t_; }
-
- private:
-  const toml::table& t_;
-  std::string context_;
-  std::string prefix_;
-  const std::string& file_;
-  std::set<std::string> seen_;
-};
 
 // Each name rule's failure, as text for the caller's "key: what".
 std::optional<std::string> check_chars(std::string_view name, std::string_view extra,
@@ -178,7 +39,7 @@ std::optional<std::string> check_chars(std::string_view name, std::string_view e
   return std::nullopt;
 }
 
-Result<Param> param_of(const Fields& f, const toml::node& n, std::string_view k) {
+Result<Param> param_of(const TomlFields& f, const toml::node& n, std::string_view k) {
   if (const auto* s = n.as_string()) {
     BERTH_TRY(std::string text, f.string_of(&n, k));
     return Param{Param::Type::kString, std::move(text)};
@@ -195,10 +56,10 @@ Result<Param> param_of(const Fields& f, const toml::node& n, std::string_view k)
   return f.wrong_type(k, "a string, integer, float or boolean", n);
 }
 
-Result<void> read_foreach(Fields& f, StepSpec& s) {
+Result<void> read_foreach(TomlFields& f, StepSpec& s) {
   BERTH_TRY(const toml::table* t, f.table("foreach"));
   if (!t) return Ok{};
-  Fields g = f.sub(*t, "foreach");
+  TomlFields g = f.sub(*t, "foreach");
   for (const auto& [key, value] : *t) {
     std::string k(key.str());
     const toml::node* n = g.node(k);
@@ -219,7 +80,7 @@ Result<void> read_foreach(Fields& f, StepSpec& s) {
       } else {
         return g.error(
             &item, k,
-            fmt::format("items must be strings or integers, not {}", type_name(item.type())));
+            fmt::format("items must be strings or integers, not {}", toml_type_name(item)));
       }
     }
     s.foreach.emplace(k, std::move(values));
@@ -227,10 +88,10 @@ Result<void> read_foreach(Fields& f, StepSpec& s) {
   return Ok{};
 }
 
-Result<void> read_inputs(Fields& f, StepSpec& s) {
+Result<void> read_inputs(TomlFields& f, StepSpec& s) {
   BERTH_TRY(const toml::table* t, f.table("inputs"));
   if (!t) return Ok{};
-  Fields g = f.sub(*t, "inputs");
+  TomlFields g = f.sub(*t, "inputs");
   for (const auto& [key, value] : *t) {
     std::string k(key.str());
     const toml::node* n = g.node(k);
@@ -255,10 +116,10 @@ Result<void> read_inputs(Fields& f, StepSpec& s) {
   return Ok{};
 }
 
-Result<void> read_params(Fields& f, StepSpec& s) {
+Result<void> read_params(TomlFields& f, StepSpec& s) {
   BERTH_TRY(const toml::table* t, f.table("params"));
   if (!t) return Ok{};
-  Fields g = f.sub(*t, "params");
+  TomlFields g = f.sub(*t, "params");
   for (const auto& [key, value] : *t) {
     std::string k(key.str());
     const toml::node* n = g.node(k);
@@ -270,12 +131,12 @@ Result<void> read_params(Fields& f, StepSpec& s) {
 }
 
 // A table whose every value is a string: canonical and env.
-Result<std::map<std::string, std::string>> string_table(Fields& f, std::string_view k,
+Result<std::map<std::string, std::string>> string_table(TomlFields& f, std::string_view k,
                                                         bool env_names) {
   std::map<std::string, std::string> out;
   BERTH_TRY(const toml::table* t, f.table(k));
   if (!t) return out;
-  Fields g = f.sub(*t, k);
+  TomlFields g = f.sub(*t, k);
   for (const auto& [key, value] : *t) {
     std::string name(key.str());
     const toml::node* n = g.node(name);
@@ -294,14 +155,14 @@ Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFil
   s.pos = pos_of(t);
   {
     // Until the name is known, errors name the step by its position.
-    Fields pre(t, fmt::format("step #{}", index + 1), "", pf.path);
+    TomlFields pre(t, pf.path, kLimits, fmt::format("step #{}", index + 1));
     const toml::node* n = t.get("name");
     if (!n) return pre.error(nullptr, "name", "missing");
     BERTH_TRY(std::string name, pre.string_of(n, "name"));
     if (name.empty()) return pre.error(n, "name", "must not be empty");
     s.name = std::move(name);
   }
-  Fields f(t, fmt::format("step '{}'", str::printable(s.name)), "", pf.path);
+  TomlFields f(t, pf.path, kLimits, fmt::format("step '{}'", str::printable(s.name)));
   f.node("name");
   BERTH_CHECK(read_foreach(f, s));
   BERTH_TRY(s.run, f.string("run"));
@@ -373,7 +234,7 @@ Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFil
 Result<ToolSpec> read_tool(const toml::table& t, std::string name, const std::string& file) {
   ToolSpec tool;
   tool.pos = pos_of(t);
-  Fields f(t, "", "tools." + str::printable(name), file);
+  TomlFields f(t, file, kLimits, "", "tools." + str::printable(name));
   if (auto problem = item_name_problem(name)) return f.error(nullptr, "", *problem);
   BERTH_TRY(std::optional<std::vector<std::string>> version, f.strings("version", false));
   if (!version) return f.error(nullptr, "version", "missing (an argv that prints the version)");
@@ -391,23 +252,16 @@ std::string stem_of(const std::string& path) {
   return base;
 }
 
-std::string dir_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 Result<PipelineFile> read_root(const toml::table& root, const std::string& path) {
   PipelineFile pf;
   pf.path = path;
-  pf.dir = dir_of(path);
+  pf.dir = files::parent_dir(path);
   pf.name = stem_of(path);
-  Fields f(root, "", "", path);
+  TomlFields f(root, path, kLimits);
   {
     BERTH_TRY(const toml::table* t, f.table("pipeline"));
     if (t) {
-      Fields g = f.sub(*t, "pipeline");
+      TomlFields g = f.sub(*t, "pipeline");
       BERTH_TRY(std::optional<std::string> name, g.string("name"));
       if (name) {
         if (name->empty()) return g.error(g.node("name"), "name", "must not be empty");
@@ -419,7 +273,7 @@ Result<PipelineFile> read_root(const toml::table& root, const std::string& path)
   {
     BERTH_TRY(const toml::table* t, f.table("tools"));
     if (t) {
-      Fields g = f.sub(*t, "tools");
+      TomlFields g = f.sub(*t, "tools");
       for (const auto& [key, value] : *t) {
         std::string name(key.str());
         const toml::node* n = g.node(name);
@@ -470,17 +324,8 @@ Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& pa
     return fail(Errc::kInvalidInput,
                 fmt::format("{}: larger than {} bytes", path, kMaxPipelineFileBytes));
   }
-  try {
-    toml::table root = toml::parse(text, std::string_view(path));
-    return read_root(root, path);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    return fail(Errc::kInvalidInput, fmt::format("{}:{}:{}: {}", path, where.line, where.column,
-                                                 str::printable(e.description(), 200)));
-  } catch (const std::exception& e) {
-    return fail(Errc::kInvalidInput,
-                fmt::format("{}: cannot be read: {}", path, str::printable(e.what(), 200)));
-  }
+  BERTH_TRY(toml::table root, parse_toml(text, path));
+  return read_root(root, path);
 }
 
 Result<PipelineFile> read_pipeline(const std::string& path) {

@@ -16,26 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/executor.h"
+#include "util/strings.h"
 
 namespace berth::pipeline {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string esc(std::string_view t) {
-  std::string o;
-  o.reserve(t.size());
-  for (char c : t) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
 // The run's data for the script. '<' is written \u003c so that no step name or
 // reason can end the script element ("</script>") early; '<' occurs in JSON only
@@ -166,6 +152,9 @@ tr.cached td, tr.skipped td { color: #777; }
 }  // namespace
 
 std::string report_html(const RunReport& r) {
+  // Text and attribute values are escaped as for XML (str::xml_escape): HTML5 defines the
+  // same five entities, and the page needs no rule XML does not have.
+  //
   // The summary: how many steps ended how, and how long the run took.
   std::string summary;
   for (StepState s : {StepState::kExecuted, StepState::kCached, StepState::kFailed,
@@ -176,13 +165,13 @@ std::string report_html(const RunReport& r) {
                            step_state_name(s), n, step_state_name(s));
   }
   summary += fmt::format("<span id=\"elapsed\">{:.2f} s</span>", r.elapsed_s);
-  if (!r.started.empty()) summary += "<span>started " + esc(r.started) + "</span>";
+  if (!r.started.empty()) summary += "<span>started " + str::xml_escape(r.started) + "</span>";
 
   // Cached steps ran in an earlier run; they are named under the timeline.
   std::string cached;
   for (const auto& s : r.steps) {
     if (s.state != StepState::kCached) continue;
-    cached += (cached.empty() ? "" : ", ") + esc(s.name);
+    cached += (cached.empty() ? "" : ", ") + str::xml_escape(s.name);
   }
 
   // The table: every step, in graph order.
@@ -193,9 +182,10 @@ std::string report_html(const RunReport& r) {
         "<tr class=\"{0}\" data-step=\"{1}\"><td>{1}</td><td>{0}</td><td>{2}</td><td>{3}</td>"
         "<td class=\"num\">{4}</td><td class=\"num\">{5}</td><td class=\"num\">{6}</td>"
         "<td class=\"reason\">{7}</td></tr>\n",
-        step_state_name(s.state), esc(s.name), esc(s.node), esc(s.cores),
-        ran ? fmt::format("{:.3f}", s.start_s) : "", ran ? fmt::format("{:.3f}", s.end_s) : "",
-        ran ? fmt::format("{:.3f}", s.end_s - s.start_s) : "", esc(s.reason));
+        step_state_name(s.state), str::xml_escape(s.name), str::xml_escape(s.node),
+        str::xml_escape(s.cores), ran ? fmt::format("{:.3f}", s.start_s) : "",
+        ran ? fmt::format("{:.3f}", s.end_s) : "",
+        ran ? fmt::format("{:.3f}", s.end_s - s.start_s) : "", str::xml_escape(s.reason));
   }
 
   return fmt::format(
@@ -212,9 +202,8 @@ std::string report_html(const RunReport& r) {
       "</tr></thead><tbody>\n{4}</tbody></table>\n"
       "<script type=\"application/json\" id=\"berth-run\">{5}</script>\n"
       "<script>{6}</script>\n</body></html>\n",
-      esc(r.pipeline), kStyle, summary,
-      cached.empty() ? "" : "Cached (not run this time): " + cached, rows, data_block(r),
-      kScript);
+      str::xml_escape(r.pipeline), kStyle, summary,
+      cached.empty() ? "" : "Cached (not run this time): " + cached, rows, data_block(r), kScript);
 }
 
 }  // namespace berth::pipeline

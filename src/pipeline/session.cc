@@ -19,7 +19,6 @@
 #include "pipeline/settled.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
-#include "store/posix_io.h"
 #include "store/tiered_store.h"
 #include "store/url.h"
 #include "util/clock.h"
@@ -101,13 +100,13 @@ Result<void> send_file(int in, int out, size_t n, const std::string& what) {
     if (k > 0) continue;
     if (k < 0 && errno == EINTR) continue;
     if (k == 0) return fail(Errc::kIo, what + ": ended early");
-    if (errno != EINVAL && errno != ENOSYS) return store::posix::os_error(what, "sendfile", errno);
+    if (errno != EINVAL && errno != ENOSYS) return files::os_error(what, "sendfile", errno);
     char buf[1 << 16];
     while (static_cast<size_t>(off) < n) {
       ssize_t got = ::pread(in, buf, std::min(sizeof buf, n - static_cast<size_t>(off)), off);
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) return fail(Errc::kIo, what + ": ended early");
-      BERTH_CHECK(store::posix::write_all(out, buf, static_cast<size_t>(got), what));
+      BERTH_CHECK(files::write_all(out, buf, static_cast<size_t>(got), what));
       off += got;
     }
   }
@@ -117,44 +116,33 @@ Result<void> send_file(int in, int out, size_t n, const std::string& what) {
 // head, then the steps file, then the report's tail, to `out`.
 Result<void> write_report_to(int out, std::string_view head, int steps_fd, size_t steps_bytes,
                              const std::string& what) {
-  BERTH_CHECK(store::posix::write_all(out, head.data(), head.size(), what));
+  BERTH_CHECK(files::write_all(out, head.data(), head.size(), what));
   BERTH_CHECK(send_file(steps_fd, out, steps_bytes, what));
-  return store::posix::write_all(out, kReportTail.data(), kReportTail.size(), what);
+  return files::write_all(out, kReportTail.data(), kReportTail.size(), what);
 }
 
 // The same, to `path`, atomically (a temporary file renamed over it), not fsynced, as
 // an ordinary run's report is written.
 Result<void> write_report_file(const std::string& path, std::string_view head, int steps_fd,
                                size_t steps_bytes) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return store::posix::os_error(tmp, "create", errno);
-  auto w = write_report_to(fd, head, steps_fd, steps_bytes, tmp);
-  ::close(fd);
-  if (w.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    w = store::posix::os_error(path, "rename onto", errno);
-  }
-  if (!w.ok()) ::unlink(tmp.c_str());
-  return w;
+  std::string tmp;
+  BERTH_TRY(files::Fd fd, files::create_temp(files::parent_dir(path), 0644, &tmp));
+  files::TempGuard guard{tmp};
+  BERTH_CHECK(write_report_to(fd.get(), head, steps_fd, steps_bytes, tmp));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return files::os_error(path, "rename onto", errno);
+  guard.disarm();
+  return Ok{};
 }
-
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 }  // namespace
 
 Result<void> RunOutcome::write_report(int fd) const {
   if (!settled) {
-    return store::posix::write_all(fd, report_json.data(), report_json.size(), "stdout");
+    return files::write_all(fd, report_json.data(), report_json.size(), "stdout");
   }
-  int steps_fd = ::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (steps_fd < 0) return store::posix::os_error(steps_path, "open", errno);
-  FdCloser closer{steps_fd};
-  return write_report_to(fd, settled_head, steps_fd, steps_bytes, "stdout");
+  files::Fd steps_fd(::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!steps_fd.valid()) return files::os_error(steps_path, "open", errno);
+  return write_report_to(fd, settled_head, steps_fd.get(), steps_bytes, "stdout");
 }
 
 struct Session::State {
@@ -338,9 +326,9 @@ std::optional<RunOutcome> Session::State::run_settled() {
   std::string started = utc_text(Clock::real().wall());
   const std::string& steps_path = previous_steps;
   if (steps_path.empty()) return std::nullopt;
-  int steps_fd = ::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (steps_fd < 0) return std::nullopt;
-  FdCloser closer{steps_fd};
+  files::Fd steps(::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!steps.valid()) return std::nullopt;
+  const int steps_fd = steps.get();
   struct stat sb {};
   if (::fstat(steps_fd, &sb) != 0 || static_cast<size_t>(sb.st_size) != settled->steps_bytes) {
     return std::nullopt;

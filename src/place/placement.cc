@@ -33,7 +33,7 @@ Result<void> Placement::validate() const {
         return fail(Errc::kInvalidInput,
                     fmt::format("placement: node '{}': core ids must be distinct, ascending "
                                 "and non-negative ({})",
-                                str::printable(nodes[i]), format_ids(c)));
+                                str::printable(nodes[i]), idset::encode_ids(c)));
       }
     }
   }
@@ -85,45 +85,11 @@ Result<std::vector<int>> fill_nodes_in_turn(const Placement& p, int tasks, int c
   return per_node;
 }
 
-std::string format_ids(const std::vector<int>& ids) {
-  std::string out;
-  size_t i = 0;
-  while (i < ids.size()) {
-    size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += j > i ? fmt::format("{}-{}", ids[i], ids[j]) : fmt::format("{}", ids[i]);
-    i = j + 1;
-  }
-  return out;
-}
-
 Result<std::vector<int>> parse_ids(std::string_view text, std::string_view origin) {
-  // Bounded like the kernel's CPU ids: 0..65535.
-  constexpr uint64_t kMaxId = 65535;
-  std::set<int> ids;
-  if (str::trim(text).empty()) {
-    return fail(Errc::kInvalidInput, fmt::format("{}: an empty id list", origin));
-  }
-  size_t pos = 1;
-  for (std::string_view item : str::split(str::trim(text), ',')) {
-    size_t dash = item.find('-');
-    auto lo = str::parse_uint(item.substr(0, dash), kMaxId);
-    auto hi = dash == std::string_view::npos ? lo : str::parse_uint(item.substr(dash + 1), kMaxId);
-    if (!lo.ok() || !hi.ok()) {
-      return fail(Errc::kInvalidInput,
-                  fmt::format("{}: position {}: '{}' is not an id or a range N-M (ids 0-{})",
-                              origin, pos, str::printable(item), kMaxId));
-    }
-    if (*hi < *lo) {
-      return fail(Errc::kInvalidInput,
-                  fmt::format("{}: position {}: reversed range '{}'", origin, pos,
-                              str::printable(item)));
-    }
-    for (uint64_t v = *lo; v <= *hi; ++v) ids.insert(static_cast<int>(v));
-    pos += item.size() + 1;
-  }
-  return std::vector<int>(ids.begin(), ids.end());
+  auto ids = idset::parse_ids(text);
+  if (!ids.ok()) return ids.error().with_context(std::string(origin));
+  if (ids->empty()) return fail(Errc::kInvalidInput, fmt::format("{}: an empty id list", origin));
+  return ids;
 }
 
 }  // namespace berth::place

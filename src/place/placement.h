@@ -18,8 +18,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "util/idset.h"
 #include "util/result.h"
 
 namespace berth::place {
@@ -48,8 +50,11 @@ using MemoryCap = std::optional<int64_t>;
 // that names a node it does not use reserves it for nothing).
 Result<std::vector<int>> fill_nodes_in_turn(const Placement& p, int tasks, int cpus_per_task);
 
-// "0-3,8" style list of ids, and its parse (used for --cores and the JSON).
-std::string format_ids(const std::vector<int>& ids);
+// A core set named on the command line (--cores, --cpu-set): the id-list codec's
+// grammar (util/idset.h), ids 0..idset::kMaxCpuId, and never empty, since a launch
+// bound to no core cannot run. Errors read "<origin>: position N: ..." or
+// "<origin>: an empty id list".
 Result<std::vector<int>> parse_ids(std::string_view text, std::string_view origin);
+
 
 }  // namespace berth::place

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::place {
@@ -117,8 +118,8 @@ Result<void> require_same_cores(const Placement& p, const char* launcher) {
       return fail(Errc::kRefused,
                   fmt::format("{} applies one node's core list to every node, but node '{}' "
                               "asks for cores {} and node '{}' for {}",
-                              launcher, p.nodes[0], format_ids(p.cores[0]), p.nodes[i],
-                              format_ids(p.cores[i])));
+                              launcher, p.nodes[0], idset::encode_ids(p.cores[0]), p.nodes[i],
+                              idset::encode_ids(p.cores[i])));
     }
   }
   return Ok{};
@@ -290,7 +291,7 @@ Result<Rendered> render_pals(const topo::MachineDescription& m, const Launcher& 
                   fmt::format("{} task(s) per host of {} core(s) need {} cores, but the "
                               "placement gives each host {} ({})",
                               ppn, s.cpus_per_task, ppn * s.cpus_per_task, p->cores[0].size(),
-                              format_ids(p->cores[0])));
+                              idset::encode_ids(p->cores[0])));
     }
     r.argv.insert(r.argv.end(), {"--ppn", std::to_string(ppn), "--hosts", str::join(p->nodes, ",")});
     r.argv.insert(r.argv.end(), {depth_flag, std::to_string(s.cpus_per_task)});
@@ -377,7 +378,7 @@ Result<Rendered> render_local(const topo::MachineDescription& m, const Launcher&
   if (static_cast<int>(p->cores[0].size()) < s.cpus_per_task) {
     return fail(Errc::kRefused,
                 fmt::format("{} cpus per task do not fit in the placement's cores ({})",
-                            s.cpus_per_task, format_ids(p->cores[0])));
+                            s.cpus_per_task, idset::encode_ids(p->cores[0])));
   }
   r.bind_cpus = p->cores[0];
   std::string var = !m.gpu_visibility_variable.empty() ? m.gpu_visibility_variable
@@ -452,7 +453,7 @@ std::string shell_line(const Rendered& r) {
   if (!r.bind_cpus.empty()) {
     words.push_back("taskset");
     words.push_back("--cpu-list");
-    words.push_back(format_ids(r.bind_cpus));
+    words.push_back(idset::encode_ids(r.bind_cpus));
   }
   for (const auto& w : r.argv) words.push_back(quote(w));
   return str::join(words, " ");

@@ -289,15 +289,25 @@ TEST(Placement, ValidateNamesTheProblem) {
   EXPECT_TRUE(place({"a", "b"}, {{0}, {0}}, 4, {"0", "1", "0", "1"}).validate().ok());
 }
 
-TEST(Placement, IdsFormatAndParse) {
-  EXPECT_EQ(format_ids({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
+TEST(Placement, CoreSetsFromFlagsAreNamedAndNeverEmpty) {
+  // The grammar is util/idset.h's (idset_test.cc); this is what place adds to it.
   auto ids = parse_ids("1-3,7", "--cores");
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(*ids, (std::vector<int>{1, 2, 3, 7}));
-  EXPECT_FALSE(parse_ids("3-1", "--cores").ok());
-  EXPECT_FALSE(parse_ids("x", "--cores").ok());
-  EXPECT_FALSE(parse_ids("", "--cores").ok());
-  EXPECT_FALSE(parse_ids("99999999", "--cores").ok());
+  const std::pair<const char*, const char*> refused[] = {
+      {"", "--cores: an empty id list"},
+      {"[]", "--cores: an empty id list"},
+      {"3-1", "--cores: position 1: reversed range 3-1"},
+      {"x", "--cores: position 1: expected a digit, found 'x'"},
+      {"0,0", "--cores: position 3: id 0 is given twice"},
+      {"99999999", "--cores: position 1: id is larger than 65535"},
+  };
+  for (const auto& [text, want] : refused) {
+    auto r = parse_ids(text, "--cores");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error().code(), Errc::kInvalidInput) << text;
+    EXPECT_EQ(r.error().message(), want);
+  }
 }
 
 TEST(Launcher, ReadsTheMpiPluginList) {

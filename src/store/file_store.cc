@@ -10,24 +10,20 @@
 #include <cerrno>
 
 #include "store/posix_io.h"
+#include "util/files.h"
 #include "util/sha256.h"
 #include "util/strings.h"
 
 namespace berth::store {
 namespace {
 
-using posix::Fd;
+using files::Fd;
+using files::TempGuard;
 
 constexpr std::string_view kFormat = "berth-store 1\n";  // spec 05 §2
 
-// Removes a temporary file on every early return; disarmed once it is published.
-struct TempGuard {
-  std::string path;
-  ~TempGuard() {
-    if (!path.empty()) ::unlink(path.c_str());
-  }
-  void disarm() { path.clear(); }
-};
+// Every stored file is read-only: objects and rows are write-once (spec 05 §4).
+constexpr unsigned kStoredMode = 0444;
 
 std::string hex_of(std::string_view name) {
   return std::string(name.substr(kObjectNamePrefix.size()));
@@ -39,10 +35,10 @@ Result<std::optional<std::string>> read_small(const std::string& path, size_t ma
   Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!f.valid()) {
     if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>();
-    return posix::os_error(path, "open", errno);
+    return files::os_error(path, "open", errno);
   }
   struct stat st {};
-  if (::fstat(f.get(), &st) != 0) return posix::os_error(path, "stat", errno);
+  if (::fstat(f.get(), &st) != 0) return files::os_error(path, "stat", errno);
   if (S_ISDIR(st.st_mode)) {
     return fail(Errc::kInvalidInput,
                 fmt::format("{}: is a directory: the address is a prefix of other rows", path));
@@ -53,7 +49,7 @@ Result<std::optional<std::string>> read_small(const std::string& path, size_t ma
     ssize_t n = ::read(f.get(), buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return posix::os_error(path, "read", errno);
+      return files::os_error(path, "read", errno);
     }
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
@@ -64,25 +60,13 @@ Result<std::optional<std::string>> read_small(const std::string& path, size_t ma
   return std::optional<std::string>(std::move(out));
 }
 
-// Writes `data` to a new temporary file in `dir` (mode 0444), fsyncs it, and returns
-// its path; the caller publishes it.
-Result<std::string> write_temp(const std::string& dir, std::string_view data, bool sync) {
-  std::string tmp;
-  BERTH_TRY(Fd f, posix::create_temp(dir, 0444, &tmp));
-  TempGuard guard{tmp};
-  BERTH_CHECK(posix::write_all(f.get(), data.data(), data.size(), tmp));
-  if (sync) BERTH_CHECK(posix::fsync_fd(f.get(), tmp));
-  guard.disarm();
-  return tmp;
-}
-
 // Appends every file under `dir` (as "<rel>/<name>") to `out`, skipping hidden names
 // (temporary files, spec 05 §4).
 Result<void> walk(const std::string& dir, const std::string& rel, std::vector<std::string>* out) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
     if (errno == ENOENT) return Ok{};
-    return posix::os_error(dir, "list", errno);
+    return files::os_error(dir, "list", errno);
   }
   std::vector<std::pair<std::string, bool>> entries;  // name, is a directory
   errno = 0;
@@ -98,7 +82,7 @@ Result<void> walk(const std::string& dir, const std::string& rel, std::vector<st
   }
   int err = errno;
   ::closedir(d);
-  if (err != 0) return posix::os_error(dir, "list", err);
+  if (err != 0) return files::os_error(dir, "list", err);
   for (const auto& [name, is_dir] : entries) {
     if (is_dir) {
       BERTH_CHECK(walk(dir + "/" + name, rel + "/" + name, out));
@@ -151,7 +135,7 @@ Result<std::unique_ptr<FileStore>> FileStore::open(const std::string& dir_in, Op
     }
   }
   if (!format) {
-    BERTH_TRY(std::string tmp, write_temp(dir, kFormat, true));
+    BERTH_TRY(std::string tmp, files::write_temp(dir, kFormat, kStoredMode, true));
     BERTH_TRY(auto published, posix::publish(tmp, format_path, options.use_hard_links));
     (void)published;
     BERTH_TRY(format, read_small(format_path, 4096));
@@ -184,12 +168,12 @@ std::string FileStore::describe() const {
 Result<void> FileStore::publish_object(const std::string& tmp, std::string_view name) {
   TempGuard guard{tmp};
   std::string final = object_path(name);
-  std::string shard = posix::parent_dir(final);
+  std::string shard = files::parent_dir(final);
   BERTH_CHECK(posix::make_dirs(shard));
   guard.disarm();  // publish() removes tmp whatever happens
   BERTH_TRY(auto published, posix::publish(tmp, final, options_.use_hard_links));
   if (published == posix::Published::kCreated && options_.fsync_objects) {
-    BERTH_CHECK(posix::fsync_dir(shard));
+    BERTH_CHECK(files::fsync_dir(shard));
   }
   return Ok{};
 }
@@ -198,29 +182,29 @@ Result<std::string> FileStore::put_object(std::string_view bytes) {
   std::string name = object_name_of(bytes);
   BERTH_TRY(bool present, has_object(name));
   if (present) return name;  // write-once: the name fixes the contents
-  std::string shard = posix::parent_dir(object_path(name));
+  std::string shard = files::parent_dir(object_path(name));
   BERTH_CHECK(posix::make_dirs(shard));
-  BERTH_TRY(std::string tmp, write_temp(shard, bytes, options_.fsync_objects));
+  BERTH_TRY(std::string tmp, files::write_temp(shard, bytes, kStoredMode, options_.fsync_objects));
   BERTH_CHECK(publish_object(tmp, name));
   return name;
 }
 
 Result<std::string> FileStore::put_object_file(const std::string& path) {
   Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!in.valid()) return posix::os_error(path, "open", errno);
+  if (!in.valid()) return files::os_error(path, "open", errno);
   struct stat st {};
-  if (::fstat(in.get(), &st) != 0) return posix::os_error(path, "stat", errno);
+  if (::fstat(in.get(), &st) != 0) return files::os_error(path, "stat", errno);
   if (S_ISDIR(st.st_mode)) return fail(Errc::kIo, fmt::format("{}: is a directory", path));
 
   // The name is known only after the last byte, so the copy goes to a temporary file
   // in objects/ (same filesystem as every shard) and is linked into its shard after.
   std::string tmp;
-  BERTH_TRY(Fd out, posix::create_temp(dir_ + "/objects", 0444, &tmp));
+  BERTH_TRY(Fd out, files::create_temp(dir_ + "/objects", kStoredMode, &tmp));
   TempGuard guard{tmp};
   Sha256 hash;
   BERTH_TRY(uint64_t copied, posix::copy_hashing(in.get(), path, out.get(), tmp, hash));
   (void)copied;
-  if (options_.fsync_objects) BERTH_CHECK(posix::fsync_fd(out.get(), tmp));
+  if (options_.fsync_objects) BERTH_CHECK(files::fsync_fd(out.get(), tmp));
   out.reset();
   std::string name = std::string(kObjectNamePrefix) + hash.finish_hex();
   BERTH_TRY(bool present, has_object(name));
@@ -237,10 +221,10 @@ Result<std::string> FileStore::adopt_object_file(const std::string& path) {
   Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in.valid()) {
     if (errno == ELOOP) return put_object_file(path);
-    return posix::os_error(path, "open", errno);
+    return files::os_error(path, "open", errno);
   }
   struct stat before {};
-  if (::fstat(in.get(), &before) != 0) return posix::os_error(path, "stat", errno);
+  if (::fstat(in.get(), &before) != 0) return files::os_error(path, "stat", errno);
   // Another link means someone else can reach the inode (a step that hard-linked an
   // input, the user's own file, to its output): linking it in would let their edits
   // change a stored object. Those are copied.
@@ -249,7 +233,7 @@ Result<std::string> FileStore::adopt_object_file(const std::string& path) {
     return put_object_file(path);
   }
   // Read-only first, so that the stamp below is the one the stored copy keeps.
-  if (::fchmod(in.get(), 0444) != 0 || ::fstat(in.get(), &before) != 0) {
+  if (::fchmod(in.get(), kStoredMode) != 0 || ::fstat(in.get(), &before) != 0) {
     in.reset();
     return put_object_file(path);
   }
@@ -257,25 +241,25 @@ Result<std::string> FileStore::adopt_object_file(const std::string& path) {
   BERTH_TRY(uint64_t n, posix::copy_hashing(in.get(), path, -1, "", hash));
   (void)n;
   struct stat after {};
-  if (::fstat(in.get(), &after) != 0) return posix::os_error(path, "stat", errno);
+  if (::fstat(in.get(), &after) != 0) return files::os_error(path, "stat", errno);
   if (after.st_size != before.st_size || after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
       after.st_mtim.tv_nsec != before.st_mtim.tv_nsec || after.st_nlink != 1) {
     return fail(Errc::kIo, fmt::format("{}: changed while it was being stored", path));
   }
-  if (options_.fsync_objects) BERTH_CHECK(posix::fsync_fd(in.get(), path));
+  if (options_.fsync_objects) BERTH_CHECK(files::fsync_fd(in.get(), path));
   in.reset();
   std::string name = std::string(kObjectNamePrefix) + hash.finish_hex();
   std::string final = object_path(name);
-  std::string shard = posix::parent_dir(final);
+  std::string shard = files::parent_dir(final);
   BERTH_CHECK(posix::make_dirs(shard));
   if (::link(path.c_str(), final.c_str()) == 0) {
-    if (options_.fsync_objects) BERTH_CHECK(posix::fsync_dir(shard));
+    if (options_.fsync_objects) BERTH_CHECK(files::fsync_dir(shard));
     return name;
   }
   int err = errno;
   if (err == EEXIST) return name;  // write-once: the name fixes the contents
   if (posix::links_unsupported(err)) return put_object_file(path);  // a copy
-  return posix::os_error(final, "link into place", err);
+  return files::os_error(final, "link into place", err);
 }
 
 std::string FileStore::quarantine(std::string_view name, const std::string& path, uint64_t dev,
@@ -286,7 +270,7 @@ std::string FileStore::quarantine(std::string_view name, const std::string& path
   // republished a good copy, that copy must stay.
   if (::stat(path.c_str(), &st) == 0 && st.st_dev == dev && st.st_ino == ino &&
       posix::make_dirs(dir_ + "/corrupt").ok()) {
-    std::string dest = fmt::format("{}/corrupt/{}.{}", dir_, hex_of(name), posix::unique_suffix());
+    std::string dest = fmt::format("{}/corrupt/{}.{}", dir_, hex_of(name), files::unique_suffix());
     if (::rename(path.c_str(), dest.c_str()) == 0) where = path + " (moved to " + dest + ")";
   }
   return fmt::format("{}: stored copy {} holds bytes whose SHA-256 is {}; treated as absent", name,
@@ -300,10 +284,10 @@ Result<ObjectRead> FileStore::get_object(std::string_view name) {
   Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!f.valid()) {
     if (errno == ENOENT) return r;
-    return posix::os_error(path, "open", errno);
+    return files::os_error(path, "open", errno);
   }
   struct stat st {};
-  if (::fstat(f.get(), &st) != 0) return posix::os_error(path, "stat", errno);
+  if (::fstat(f.get(), &st) != 0) return files::os_error(path, "stat", errno);
   Sha256 hash;
   BERTH_CHECK(posix::read_hashing(f.get(), path, static_cast<size_t>(st.st_size), &r.bytes, hash));
   std::string actual = hash.finish_hex();
@@ -325,12 +309,12 @@ Result<ObjectRead> FileStore::get_object_to_file(std::string_view name,
   Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in.valid()) {
     if (errno == ENOENT) return r;
-    return posix::os_error(path, "open", errno);
+    return files::os_error(path, "open", errno);
   }
   struct stat st {};
-  if (::fstat(in.get(), &st) != 0) return posix::os_error(path, "stat", errno);
+  if (::fstat(in.get(), &st) != 0) return files::os_error(path, "stat", errno);
   std::string tmp;
-  BERTH_TRY(Fd out, posix::create_temp(posix::parent_dir(dest_path), 0644, &tmp));
+  BERTH_TRY(Fd out, files::create_temp(files::parent_dir(dest_path), 0644, &tmp));
   TempGuard guard{tmp};
   Sha256 hash;
   BERTH_TRY(uint64_t copied, posix::copy_hashing(in.get(), path, out.get(), tmp, hash));
@@ -343,7 +327,7 @@ Result<ObjectRead> FileStore::get_object_to_file(std::string_view name,
     return r;
   }
   if (::rename(tmp.c_str(), dest_path.c_str()) != 0) {
-    return posix::os_error(dest_path, "rename into place", errno);
+    return files::os_error(dest_path, "rename into place", errno);
   }
   guard.disarm();
   r.found = Found::kPresent;
@@ -357,22 +341,22 @@ Result<ObjectRead> FileStore::materialize(std::string_view name, const std::stri
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return r;
-    return posix::os_error(path, "stat", errno);
+    return files::os_error(path, "stat", errno);
   }
-  std::string tmp = fmt::format("{}/.tmp.{}", posix::parent_dir(dest_path), posix::unique_suffix());
+  std::string tmp = files::temp_path(files::parent_dir(dest_path));
   if (::link(path.c_str(), tmp.c_str()) != 0) {
     int err = errno;
     if (posix::links_unsupported(err)) {
       return get_object_to_file(name, dest_path);  // no link possible: a verified copy
     }
     if (err == ENOENT && ::stat(path.c_str(), &st) != 0) return r;  // removed under us
-    return posix::os_error(tmp, "hard-link the stored copy to", err);
+    return files::os_error(tmp, "hard-link the stored copy to", err);
   }
   TempGuard guard{tmp};
   // The link shares the stored inode, so verifying it verifies the copy the consumer
   // will read (spec 05 §5: every read verifies, a link included).
   Fd f(::open(tmp.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f.valid()) return posix::os_error(tmp, "open", errno);
+  if (!f.valid()) return files::os_error(tmp, "open", errno);
   Sha256 hash;
   BERTH_TRY(uint64_t n, posix::copy_hashing(f.get(), tmp, -1, "", hash));
   (void)n;
@@ -383,7 +367,7 @@ Result<ObjectRead> FileStore::materialize(std::string_view name, const std::stri
     return r;
   }
   if (::rename(tmp.c_str(), dest_path.c_str()) != 0) {
-    return posix::os_error(dest_path, "rename into place", errno);
+    return files::os_error(dest_path, "rename into place", errno);
   }
   // rename() of two links to one inode succeeds and does nothing (a result
   // materialised again), leaving tmp behind: the guard removes it either way.
@@ -398,7 +382,7 @@ Result<bool> FileStore::has_object(std::string_view name) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) return true;
   if (errno == ENOENT) return false;
-  return posix::os_error(path, "stat", errno);
+  return files::os_error(path, "stat", errno);
 }
 
 Result<RowPut> FileStore::put_row(std::string_view address, std::string_view bytes) {
@@ -411,9 +395,9 @@ Result<RowPut> FileStore::put_row(std::string_view address, std::string_view byt
   RowPut r;
   BERTH_TRY(auto existing, read_small(path, kMaxRowBytes));
   if (!existing) {
-    std::string parent = posix::parent_dir(path);
+    std::string parent = files::parent_dir(path);
     BERTH_CHECK(posix::make_dirs(parent));
-    BERTH_TRY(std::string tmp, write_temp(parent, bytes, false));
+    BERTH_TRY(std::string tmp, files::write_temp(parent, bytes, kStoredMode, false));
     // The row's bytes, and every object written before it, reach the disk before the
     // row can be seen (spec 05 §4): one syncfs for all the rows being put at once.
     auto durable = barrier_->wait();

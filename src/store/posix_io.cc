@@ -5,57 +5,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <system_error>
 #include <thread>
 
 namespace berth::store::posix {
+
+using files::Fd;
+using files::os_error;
+using files::parent_dir;
+using files::write_all;
+
 namespace {
 
 // Big enough that system-call overhead vanishes next to hashing, small enough to stay
 // in L2/L3 between the read and the hash.
 constexpr size_t kChunk = 1u << 20;
 
-// Random per process (getrandom via std::random_device), plus the pid for humans
-// reading a directory listing.
-const std::string& process_token() {
-  static const std::string token = [] {
-    std::random_device rd;
-    uint64_t r = (uint64_t{rd()} << 32) ^ rd();
-    return fmt::format("{}.{:016x}", ::getpid(), r);
-  }();
-  return token;
-}
-
-std::atomic<uint64_t> temp_counter{0};
-
 }  // namespace
-
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    reset();
-    fd_ = o.fd_;
-    o.fd_ = -1;
-  }
-  return *this;
-}
-
-void Fd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-Failure os_error(const std::string& path, std::string_view what, int err) {
-  return fail(err == ENOENT ? Errc::kNotFound : Errc::kIo,
-              fmt::format("{}: cannot {}: {}", path, what, std::strerror(err)));
-}
 
 Result<void> make_dirs(const std::string& path) {
   if (path.empty()) return Ok{};
@@ -73,35 +44,9 @@ Result<void> make_dirs(const std::string& path) {
   return Ok{};
 }
 
-std::string unique_suffix() { return fmt::format("{}.{}", process_token(), temp_counter++); }
-
-Result<Fd> create_temp(const std::string& dir, unsigned mode, std::string* path) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    *path = fmt::format("{}/.tmp.{}", dir, unique_suffix());
-    int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd >= 0) return Fd(fd);
-    if (errno != EEXIST) return os_error(*path, "create", errno);
-  }
-  return fail(Errc::kIo, fmt::format("{}: cannot create a temporary file", dir));
-}
-
 bool links_unsupported(int err) {
   return err == EXDEV || err == EPERM || err == EMLINK || err == ENOTSUP || err == EOPNOTSUPP ||
          err == ENOSYS;
-}
-
-Result<void> write_all(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return os_error(path, "write", errno);
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Ok{};
 }
 
 namespace {
@@ -383,19 +328,6 @@ Result<void> read_hashing(int in, const std::string& in_path, size_t expected,
   return Ok{};
 }
 
-Result<void> fsync_fd(int fd, const std::string& path) {
-  if (::fsync(fd) != 0) return os_error(path, "fsync", errno);
-  return Ok{};
-}
-
-Result<void> fsync_dir(const std::string& dir) {
-  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!d.valid()) return os_error(dir, "open directory", errno);
-  // Some filesystems refuse fsync on a directory (EINVAL); nothing more can be done.
-  if (::fsync(d.get()) != 0 && errno != EINVAL) return os_error(dir, "fsync", errno);
-  return Ok{};
-}
-
 Result<Published> publish(const std::string& tmp, const std::string& final, bool use_link) {
   auto drop_tmp = [&] { ::unlink(tmp.c_str()); };
   if (use_link) {
@@ -438,13 +370,6 @@ Result<Published> publish(const std::string& tmp, const std::string& final, bool
     return os_error(final, "rename into place", rerr);
   }
   return Published::kCreated;
-}
-
-std::string parent_dir(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 }  // namespace berth::store::posix

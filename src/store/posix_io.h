@@ -1,5 +1,6 @@
-// POSIX helpers for FileStore: descriptors that close themselves, whole writes,
-// streamed hashing copies, and the write-once publish step (spec 05 §4).
+// POSIX helpers for FileStore: streamed hashing copies, the group-commit durability
+// barrier, and the write-once publish step (spec 05 §4). Descriptors, temporary files,
+// whole writes and fsync are util/files.h's, shared with every other writer.
 //
 // Internal to the store library. Every failure names the path and what the operating
 // system said; ENOENT becomes kNotFound, anything else kIo.
@@ -12,32 +13,11 @@
 #include <string>
 #include <string_view>
 
+#include "util/files.h"
 #include "util/result.h"
 #include "util/sha256.h"
 
 namespace berth::store::posix {
-
-// An owned file descriptor; closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
-
-// fail(kNotFound or kIo, "<path>: cannot <what>: <strerror>").
-Failure os_error(const std::string& path, std::string_view what, int err);
 
 // Whether link(2) failing with `err` means no hard link can be made here (another
 // filesystem, one without links, too many links, not permitted): copy instead.
@@ -45,18 +25,6 @@ bool links_unsupported(int err);
 
 // mkdir -p, mode 0755; an existing directory is fine.
 Result<void> make_dirs(const std::string& path);
-
-// "<pid>.<random>.<n>": unique per call, across processes and hosts (the random part is
-// drawn once per process), for temporary and quarantine names.
-std::string unique_suffix();
-
-// Creates a new, empty, hidden file ".tmp.<token>.<n>" in `dir` with O_EXCL and
-// `mode` (0444 for stored copies: the mode binds later opens, not this descriptor).
-// The token is random per process, so names do not collide across hosts sharing a
-// filesystem. Sets *path to its path.
-Result<Fd> create_temp(const std::string& dir, unsigned mode, std::string* path);
-
-Result<void> write_all(int fd, const void* data, size_t size, const std::string& path);
 
 // Copies `in` to `out` (when out >= 0) in large chunks, hashing every byte read.
 // Returns the number of bytes copied. Never holds more than one chunk in memory.
@@ -69,10 +37,6 @@ Result<uint64_t> copy_hashing(int in, const std::string& in_path, int out,
 // object costs about max(read, hash), not their sum.
 Result<void> read_hashing(int in, const std::string& in_path, size_t expected,
                           std::string* out, Sha256& hash);
-
-Result<void> fsync_fd(int fd, const std::string& path);
-// fsync of a directory, so that a link or rename into it survives a crash.
-Result<void> fsync_dir(const std::string& dir);
 
 // A durability barrier shared by concurrent writers (group commit): wait() returns
 // once a syncfs(2) of the filesystem holding `dir` has completed that *started after*
@@ -87,8 +51,8 @@ class SyncBarrier {
   uint64_t syncs() const;  // how many syncfs calls were made
 
  private:
-  SyncBarrier(Fd fd, std::string dir) : fd_(std::move(fd)), dir_(std::move(dir)) {}
-  Fd fd_;
+  SyncBarrier(files::Fd fd, std::string dir) : fd_(std::move(fd)), dir_(std::move(dir)) {}
+  files::Fd fd_;
   std::string dir_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -112,8 +76,5 @@ enum class Published { kCreated, kExisted };
 //      work for leases, nothing for objects).
 // `tmp` is gone afterwards whatever the outcome.
 Result<Published> publish(const std::string& tmp, const std::string& final, bool use_link);
-
-// The last path component's directory: "a/b/c" -> "a/b"; "c" -> ".".
-std::string parent_dir(const std::string& path);
 
 }  // namespace berth::store::posix

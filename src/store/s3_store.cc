@@ -12,13 +12,15 @@
 #include <thread>
 
 #include "store/posix_io.h"
+#include "util/files.h"
 #include "util/sha256.h"
 #include "util/strings.h"
 
 namespace berth::store {
 namespace {
 
-using posix::Fd;
+using files::Fd;
+using files::TempGuard;
 
 constexpr std::string_view kFormat = "berth-store 1\n";  // spec 05 §2, as FileStore's
 
@@ -46,14 +48,6 @@ bool transient(const HttpResponse& r) {
   }
   return false;
 }
-
-// Removes a temporary file on every early return; disarmed once it is renamed.
-struct TempGuard {
-  std::string path;
-  ~TempGuard() {
-    if (!path.empty()) ::unlink(path.c_str());
-  }
-};
 
 // ---- XML: a tolerant extractor of the few elements S3 responses carry ----
 
@@ -506,7 +500,7 @@ Result<ConditionalWrites> S3Store::probe_conditional_writes() {
   // Two conditional PUTs of different bytes to a fresh key, then a read: the only way
   // to tell a server that ignores If-None-Match from one that honours it, since the
   // former says 200 to both (spec 05 §8).
-  std::string key = base_ + "probe/" + posix::unique_suffix();
+  std::string key = base_ + "probe/" + files::unique_suffix();
   auto conditional_put = [&](std::string body) {
     S3Request r;
     r.method = "PUT";
@@ -687,9 +681,9 @@ Result<std::string> S3Store::put_object(std::string_view bytes) {
 
 Result<std::string> S3Store::put_object_file(const std::string& path) {
   Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!in.valid()) return posix::os_error(path, "open", errno);
+  if (!in.valid()) return files::os_error(path, "open", errno);
   struct stat st {};
-  if (::fstat(in.get(), &st) != 0) return posix::os_error(path, "stat", errno);
+  if (::fstat(in.get(), &st) != 0) return files::os_error(path, "stat", errno);
   if (S_ISDIR(st.st_mode)) return fail(Errc::kIo, fmt::format("{}: is a directory", path));
 
   // Two passes: the signature covers the payload hash, which is the object's name, so
@@ -746,7 +740,7 @@ Result<ObjectRead> S3Store::get_object_to_file(std::string_view name,
                                                const std::string& dest_path) {
   BERTH_CHECK(check_object_name(name));
   std::string tmp;
-  BERTH_TRY(Fd out, posix::create_temp(posix::parent_dir(dest_path), 0644, &tmp));
+  BERTH_TRY(Fd out, files::create_temp(files::parent_dir(dest_path), 0644, &tmp));
   TempGuard guard{tmp};
   Sha256 hash;
   std::optional<Error> write_error;
@@ -756,7 +750,7 @@ Result<ObjectRead> S3Store::get_object_to_file(std::string_view name,
     hash = Sha256();
     write_error.reset();
     if (::ftruncate(out.get(), 0) != 0 || ::lseek(out.get(), 0, SEEK_SET) != 0) {
-      write_error = posix::os_error(tmp, "truncate", errno).error;
+      write_error = files::os_error(tmp, "truncate", errno).error;
     }
   };
   request.on_body = [&](std::string_view piece) {
@@ -765,7 +759,7 @@ Result<ObjectRead> S3Store::get_object_to_file(std::string_view name,
     // network's.
     if (write_error) return true;
     hash.update(piece);
-    auto w = posix::write_all(out.get(), piece.data(), piece.size(), tmp);
+    auto w = files::write_all(out.get(), piece.data(), piece.size(), tmp);
     if (!w.ok()) write_error = w.error();
     return true;
   };
@@ -787,9 +781,9 @@ Result<ObjectRead> S3Store::get_object_to_file(std::string_view name,
     return result;  // dest_path untouched; the guard removes the copy
   }
   if (::rename(tmp.c_str(), dest_path.c_str()) != 0) {
-    return posix::os_error(dest_path, "rename into place", errno);
+    return files::os_error(dest_path, "rename into place", errno);
   }
-  guard.path.clear();
+  guard.disarm();
   result.found = Found::kPresent;
   return result;
 }

@@ -60,22 +60,6 @@ std::string md5_hex(std::string_view s) {
   return to_hex(out, len);
 }
 
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') {
-      out += "&amp;";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // An S3 bucket in memory: PUT (with If-None-Match handled as `mode` says), GET, HEAD,
 // DELETE, ListObjectsV2 in pages of `page_size`. It insists on what a real server
 // checks: a SigV4 Authorization header and x-amz-content-sha256 equal to the hash of
@@ -191,15 +175,14 @@ class FakeS3 {
         truncated = true;
         break;
       }
-      body += "<Contents><Key>" + xml_escape(it->first) + "</Key><Size>1</Size></Contents>";
+      body += "<Contents><Key>" + str::xml_escape(it->first) + "</Key><Size>1</Size></Contents>";
       last = it->first;
       ++n;
     }
     body += "<KeyCount>" + std::to_string(n) + "</KeyCount>";
-    body += truncated
-                ? "<IsTruncated>true</IsTruncated><NextContinuationToken>tok:" + xml_escape(last) +
-                      "</NextContinuationToken>"
-                : "<IsTruncated>false</IsTruncated>";
+    body += truncated ? "<IsTruncated>true</IsTruncated><NextContinuationToken>tok:" +
+                            str::xml_escape(last) + "</NextContinuationToken>"
+                      : "<IsTruncated>false</IsTruncated>";
     body += "</ListBucketResult>";
     HttpResponse r;
     r.status = 200;

@@ -262,7 +262,7 @@ TEST(Catalog, LoadDirNamesTheFileThatFails) {
   t.write("/broken.toml", "name = \"broken\"\n");
   auto bad = Catalog::load_dir(t.root());
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find(t.root() + "/broken.toml: scheduler: missing"),
+  EXPECT_NE(bad.error().message().find(t.root() + "/broken.toml:1:1: scheduler: missing"),
             std::string::npos)
       << bad.error().message();
 }

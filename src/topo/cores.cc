@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "topo/cpulist.h"
+#include "util/idset.h"
 
 namespace berth::topo {
 namespace {
@@ -65,7 +65,7 @@ CoreSelection select_cores(const CpuReading& reading, std::optional<int> configu
   if (configured && *configured <= 0) configured.reset();
   // The machine parser already bounds the count; this keeps a caller's mistake from
   // numbering a billion cores.
-  if (configured && *configured > kMaxCpuId + 1) configured = kMaxCpuId + 1;
+  if (configured && *configured > idset::kMaxCpuId + 1) configured = idset::kMaxCpuId + 1;
   std::vector<int> cores = one_per_core(reading.allowed, reading.siblings);
   s.affinity_cores = static_cast<int>(cores.size());
   const size_t have = cores.size();
@@ -83,7 +83,7 @@ CoreSelection select_cores(const CpuReading& reading, std::optional<int> configu
       s.diagnostics.push_back(fmt::format(
           "this process may use {} physical cores ({}), fewer than the {} configured; a "
           "placement sized from the configuration would ask for a core that is not there",
-          have, encode_cpulist(cores), want));
+          have, idset::encode_ids(cores), want));
       s.usable_core_ids = std::move(cores);
     } else {
       // A reading that leaves fewer than half the configured cores is not believed:
@@ -92,13 +92,13 @@ CoreSelection select_cores(const CpuReading& reading, std::optional<int> configu
           "this process may use only {} physical cores ({}), fewer than half of the {} "
           "configured: not believed, since the process may have been started bound to a "
           "corner of the node",
-          have, encode_cpulist(cores), want);
+          have, idset::encode_ids(cores), want);
       std::vector<int> node = one_per_core(reading.online, reading.siblings);
       if (2 * node.size() >= want) {
         if (node.size() > want) node.resize(want);
         s.basis = CoreBasis::kNodeOnline;
-        s.diagnostics.push_back(
-            why + fmt::format("; using the node's online CPUs instead ({})", encode_cpulist(node)));
+        s.diagnostics.push_back(why + fmt::format("; using the node's online CPUs instead ({})",
+                                                  idset::encode_ids(node)));
         if (node.size() < want) {
           s.diagnostics.push_back(
               fmt::format("the node has {} physical cores online, fewer than the {} configured",

@@ -61,7 +61,7 @@ std::vector<int> one_per_core(const std::vector<int>& threads,
 // Applies the policy above. `configured` is the machine's cores_per_node; absent (a
 // generic node, everything detected) means no cap and no half rule. A configured
 // count <= 0 is treated as absent; one above
-// kMaxCpuId + 1 is held to it.
+// idset::kMaxCpuId + 1 is held to it.
 CoreSelection select_cores(const CpuReading& reading, std::optional<int> configured);
 
 }  // namespace berth::topo

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "topo/cpulist.h"
 #include "topo/fake_tree_for_test.h"
+#include "util/idset.h"
 
 namespace berth::topo {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 using testing::FakeTree;
 using testing::range;
 
-std::vector<int> ids(const char* list) { return parse_cpulist(list).value(); }
+std::vector<int> ids(const char* list) { return idset::parse_ids(list).value(); }
 
 // Hyperthreads numbered `stride` apart: core c has threads c and c + stride.
 std::function<std::vector<int>(int)> split_siblings(int stride) {
@@ -38,7 +38,7 @@ std::string frontier_affinity() {
   for (int c = 0; c < 64; ++c) {
     if (c % 8 != 0) a.push_back(c + 64);
   }
-  return encode_cpulist(a);
+  return idset::encode_ids(a);
 }
 
 TEST(UsableCores, KernelIdsOnMeasuredMachines) {
@@ -56,7 +56,7 @@ TEST(UsableCores, KernelIdsOnMeasuredMachines) {
     auto reading = reader.read();
     ASSERT_TRUE(reading.ok()) << c.name << ": " << reading.error().message();
     CoreSelection s = select_cores(*reading, c.configured);
-    EXPECT_EQ(encode_cpulist(s.usable_core_ids), c.want) << c.name;
+    EXPECT_EQ(idset::encode_ids(s.usable_core_ids), c.want) << c.name;
     EXPECT_EQ(s.usable_core_ids.size(), static_cast<size_t>(c.configured)) << c.name;
     EXPECT_EQ(s.threads_per_core, 2) << c.name;
     EXPECT_EQ(s.basis, CoreBasis::kAffinity) << c.name;
@@ -108,7 +108,7 @@ TEST(UsableCores, KeepsTheLowestAllowedIdOfEachCore) {
   auto reading = SysfsCpuReader(t.root(), range(128, 255)).read();
   ASSERT_TRUE(reading.ok());
   CoreSelection s = select_cores(*reading, 128);
-  EXPECT_EQ(encode_cpulist(s.usable_core_ids), "128-255");
+  EXPECT_EQ(idset::encode_ids(s.usable_core_ids), "128-255");
 }
 
 TEST(UsableCores, FewerThanConfiguredIsUsedAndReported) {
@@ -117,7 +117,7 @@ TEST(UsableCores, FewerThanConfiguredIsUsedAndReported) {
   auto reading = SysfsCpuReader(t.root(), ids("0-99,128-227")).read();
   ASSERT_TRUE(reading.ok());
   CoreSelection s = select_cores(*reading, 128);
-  EXPECT_EQ(encode_cpulist(s.usable_core_ids), "0-99");
+  EXPECT_EQ(idset::encode_ids(s.usable_core_ids), "0-99");
   EXPECT_EQ(s.basis, CoreBasis::kAffinity);
   EXPECT_EQ(s.affinity_cores, 100);
   ASSERT_EQ(s.diagnostics.size(), 1u);
@@ -131,7 +131,7 @@ TEST(UsableCores, ExactlyHalfIsBelieved) {
   auto reading = SysfsCpuReader(t.root(), range(0, 63)).read();
   ASSERT_TRUE(reading.ok());
   CoreSelection s = select_cores(*reading, 128);
-  EXPECT_EQ(encode_cpulist(s.usable_core_ids), "0-63");
+  EXPECT_EQ(idset::encode_ids(s.usable_core_ids), "0-63");
   EXPECT_EQ(s.basis, CoreBasis::kAffinity);
   EXPECT_EQ(s.diagnostics.size(), 1u);
 }
@@ -147,7 +147,7 @@ TEST(UsableCores, FewerThanHalfIsNotBelievedAndTheNodeIsUsed) {
   EXPECT_EQ(s.basis, CoreBasis::kNodeOnline);
   EXPECT_EQ(s.affinity_cores, 8);
   // The node's online CPUs, one per core, held to the count.
-  EXPECT_EQ(encode_cpulist(s.usable_core_ids), "0-101");
+  EXPECT_EQ(idset::encode_ids(s.usable_core_ids), "0-101");
   ASSERT_FALSE(s.diagnostics.empty());
   EXPECT_NE(s.diagnostics[0].find("fewer than half of the 102 configured: not believed"),
             std::string::npos)
@@ -172,7 +172,7 @@ TEST(UsableCores, MoreThanConfiguredIsACapAndNotReported) {
   auto reading = SysfsCpuReader(t.root(), std::nullopt).read();
   ASSERT_TRUE(reading.ok());
   CoreSelection s = select_cores(*reading, 16);
-  EXPECT_EQ(encode_cpulist(s.usable_core_ids), "0-15");
+  EXPECT_EQ(idset::encode_ids(s.usable_core_ids), "0-15");
   EXPECT_TRUE(s.diagnostics.empty());
   EXPECT_EQ(s.affinity_cores, 128);
 }
@@ -192,7 +192,7 @@ TEST(UsableCores, ANodeWithoutTopologyFilesHasNoSiblings) {
   auto reading = SysfsCpuReader(t.root(), std::nullopt).read();
   ASSERT_TRUE(reading.ok());
   CoreSelection s = select_cores(*reading, 8);
-  EXPECT_EQ(encode_cpulist(s.usable_core_ids), "0-7");
+  EXPECT_EQ(idset::encode_ids(s.usable_core_ids), "0-7");
   EXPECT_EQ(s.threads_per_core, 1);
   EXPECT_TRUE(s.diagnostics.empty());
 }
@@ -212,7 +212,7 @@ TEST(UsableCores, AHugeConfiguredCountIsBounded) {
   CpuReading r;
   r.allowed = {0};
   CoreSelection s = select_cores(r, 1 << 30);
-  EXPECT_EQ(s.usable_core_ids.size(), static_cast<size_t>(kMaxCpuId) + 1);
+  EXPECT_EQ(s.usable_core_ids.size(), static_cast<size_t>(idset::kMaxCpuId) + 1);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "topo/cpu_reader.h"
-#include "topo/cpulist.h"
+#include "util/idset.h"
 
 namespace berth::topo {
 namespace {
@@ -20,10 +20,11 @@ using Topology = std::unique_ptr<hwloc_topology, TopologyDeleter>;
 using Bitmap = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
 
 // The ids in a bitmap, ascending. An infinite bitmap (hwloc's "every CPU") or one
-// past kMaxCpuId is cut at the limit rather than walked for ever.
+// past idset::kMaxCpuId is cut at the limit rather than walked for ever.
 std::vector<int> ids_of(hwloc_const_bitmap_t set) {
   std::vector<int> ids;
-  for (int i = hwloc_bitmap_first(set); i >= 0 && i <= kMaxCpuId; i = hwloc_bitmap_next(set, i)) {
+  for (int i = hwloc_bitmap_first(set); i >= 0 && i <= idset::kMaxCpuId;
+       i = hwloc_bitmap_next(set, i)) {
     ids.push_back(i);
   }
   return ids;

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "topo/cpu_reader.h"
-#include "topo/cpulist.h"
 #include "topo/tree.h"
+#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::topo {
@@ -14,12 +14,16 @@ namespace {
 
 constexpr std::string_view kCpuDir = "/sys/devices/system/cpu";
 
-// Reads and parses a cpulist file; nullopt when it does not exist.
+// Reads and parses a CPU list file; nullopt when it does not exist.
 Result<std::optional<std::vector<int>>> read_list(const std::string& root,
                                                   const std::string& abs_path) {
   BERTH_TRY(std::optional<std::string> text, tree::read_optional(tree::under(root, abs_path)));
   if (!text) return std::optional<std::vector<int>>();
-  auto ids = parse_cpulist(*text);
+  // sysfs ends every file with one newline ("0-3\n"; "\n" for an empty list); the list
+  // itself has no blanks, which the codec refuses.
+  std::string_view list = *text;
+  if (!list.empty() && list.back() == '\n') list.remove_suffix(1);
+  auto ids = idset::parse_ids(list);
   if (!ids.ok()) return ids.error().with_context(tree::shown(root, abs_path));
   return std::optional<std::vector<int>>(std::move(ids).value());
 }
@@ -31,7 +35,7 @@ Result<std::vector<int>> listed_cpus(const std::string& root) {
   if (!names) return ids;
   for (const std::string& n : *names) {
     if (n.size() < 4 || n.compare(0, 3, "cpu") != 0) continue;
-    auto id = str::parse_uint(std::string_view(n).substr(3), kMaxCpuId);
+    auto id = str::parse_uint(std::string_view(n).substr(3), idset::kMaxCpuId);
     if (id.ok()) ids.push_back(static_cast<int>(*id));  // "cpufreq", "cpuidle" are not CPUs
   }
   std::sort(ids.begin(), ids.end());
@@ -62,7 +66,7 @@ Result<CpuReading> SysfsCpuReader::read() const {
     if (!offline.empty()) {
       r.diagnostics.push_back(
           fmt::format("the affinity names CPUs {} that are not online; they are left out",
-                      encode_cpulist(offline)));
+                      idset::encode_ids(offline)));
     }
   } else {
     r.source = fmt::format("{}, affinity: every online CPU", tree::shown(root_, kCpuDir));

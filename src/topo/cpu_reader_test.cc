@@ -4,8 +4,8 @@
 #include <sched.h>
 
 #include "topo/cores.h"
-#include "topo/cpulist.h"
 #include "topo/fake_tree_for_test.h"
+#include "util/idset.h"
 
 namespace berth::topo {
 namespace {

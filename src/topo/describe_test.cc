@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "topo/catalog.h"
-#include "topo/cpulist.h"
 #include "topo/fake_tree_for_test.h"
+#include "util/idset.h"
 
 namespace berth::topo {
 namespace {
@@ -32,12 +32,12 @@ TEST(Describe, AnAuroraNodeWithItsMachineDescription) {
   const MachineDescription* aurora = catalog->find("aurora");
   ASSERT_NE(aurora, nullptr);
 
-  auto reader = make_cpu_reader(t.root(), parse_cpulist("1-51,53-103,105-155,157-207").value());
+  auto reader = make_cpu_reader(t.root(), idset::parse_ids("1-51,53-103,105-155,157-207").value());
   Env env;
   env.set("ZE_AFFINITY_MASK", "0,1");
   auto n = describe(*reader, env, DescribeOptions{t.root(), aurora->configured_cores()});
   ASSERT_TRUE(n.ok()) << n.error().message();
-  EXPECT_EQ(encode_cpulist(n->usable_core_ids), "1-51,53-103");
+  EXPECT_EQ(idset::encode_ids(n->usable_core_ids), "1-51,53-103");
   EXPECT_EQ(n->threads_per_core, 2);
   EXPECT_EQ(n->configured_cores, 102);
   EXPECT_EQ(n->core_basis, CoreBasis::kAffinity);
@@ -62,7 +62,7 @@ TEST(Describe, CollectsEveryReadersDiagnostics) {
   // 9 is not online; 3 cores is fewer than half of 16 (the node's 8 are used); no
   // memory source at all.
   EXPECT_EQ(n->core_basis, CoreBasis::kNodeOnline);
-  EXPECT_EQ(encode_cpulist(n->usable_core_ids), "0-7");
+  EXPECT_EQ(idset::encode_ids(n->usable_core_ids), "0-7");
   EXPECT_EQ(n->affinity_cores, 3);
   EXPECT_GE(n->diagnostics.size(), 4u);
   EXPECT_FALSE(n->memory.mb);

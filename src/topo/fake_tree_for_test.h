@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "topo/cpulist.h"
+#include "util/idset.h"
 
 namespace berth::topo::testing {
 
@@ -44,10 +44,10 @@ class FakeTree {
   // `siblings(cpu)` written to thread_siblings_list (or core_cpus_list).
   void cpus(const std::vector<int>& online, const std::function<std::vector<int>(int)>& siblings,
             const std::string& file = "thread_siblings_list") const {
-    write("/sys/devices/system/cpu/online", encode_cpulist(online) + "\n");
+    write("/sys/devices/system/cpu/online", idset::encode_ids(online) + "\n");
     for (int c : online) {
       write("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/" + file,
-            encode_cpulist(siblings(c)) + "\n");
+            idset::encode_ids(siblings(c)) + "\n");
     }
   }
 

@@ -1,17 +1,15 @@
-// The machine description parser: TOML (toml++) into a MachineDescription.
-//
-// toml++ reports syntax errors by throwing toml::parse_error; this file is the only
-// place berth lets it throw, and nothing escapes it (STYLE: libraries return values).
+// The machine description parser: TOML (toml++, read through util/toml_fields.h)
+// into a MachineDescription.
 #include "topo/machine.h"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <functional>
-#include <set>
 
 #include "util/env.h"
 #include "util/strings.h"
+#include "util/toml_fields.h"
 
 namespace berth::topo {
 namespace {
@@ -24,145 +22,17 @@ constexpr int64_t kMaxTasks = 1 << 20;
 constexpr int64_t kMaxGpus = 4096;
 constexpr int64_t kMaxMemoryMb = int64_t{1} << 40;
 
-const char* type_name(toml::node_type t) {
-  switch (t) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::date:
-    case toml::node_type::time:
-    case toml::node_type::date_time:
-      return "a date or time";
-    case toml::node_type::none:
-      break;
-  }
-  return "nothing";
-}
-
-// One TOML table being read. Every key taken is remembered, so that finish() can
-// report any key nobody asked for, by its full dotted name.
-class Fields {
- public:
-  Fields(const toml::table& t, std::string prefix, const std::string& file)
-      : t_(t), prefix_(std::move(prefix)), file_(file) {}
-
-  std::string key(std::string_view k) const {
-    return prefix_.empty() ? std::string(k) : prefix_ + "." + std::string(k);
-  }
-  Failure error(std::string_view k, std::string_view what) const {
-    return fail(Errc::kInvalidInput, fmt::format("{}: {}: {}", file_, key(k), what));
-  }
-
-  const toml::node* node(std::string_view k) {
-    seen_.insert(std::string(k));
-    return t_.get(k);
-  }
-  bool has(std::string_view k) const { return t_.contains(k); }
-
-  Result<std::optional<std::string>> string(std::string_view k) {
-    const toml::node* n = node(k);
-    if (!n) return std::optional<std::string>();
-    const auto* s = n->as_string();
-    if (!s) return wrong_type(k, "a string", *n);
-    if (s->get().size() > kMaxStringBytes) {
-      return error(k, fmt::format("longer than {} bytes", kMaxStringBytes));
-    }
-    return std::optional<std::string>(s->get());
-  }
-  // A required string that must not be empty.
-  Result<std::string> required_string(std::string_view k) {
-    BERTH_TRY(auto s, string(k));
-    if (!s) return error(k, "missing");
-    if (str::trim(*s).empty()) return error(k, "empty");
-    return std::move(*s);
-  }
-  Result<std::optional<int64_t>> integer(std::string_view k, int64_t lo, int64_t hi) {
-    const toml::node* n = node(k);
-    if (!n) return std::optional<int64_t>();
-    const auto* v = n->as_integer();
-    if (!v) return wrong_type(k, "an integer", *n);
-    int64_t x = v->get();
-    if (x < lo || x > hi) return error(k, fmt::format("{} is outside {}..{}", x, lo, hi));
-    return std::optional<int64_t>(x);
-  }
-  Result<std::optional<bool>> boolean(std::string_view k) {
-    const toml::node* n = node(k);
-    if (!n) return std::optional<bool>();
-    const auto* v = n->as_boolean();
-    if (!v) return wrong_type(k, "a boolean", *n);
-    return std::optional<bool>(v->get());
-  }
-  Result<std::optional<std::vector<std::string>>> strings(std::string_view k) {
-    const toml::node* n = node(k);
-    if (!n) return std::optional<std::vector<std::string>>();
-    const auto* a = n->as_array();
-    if (!a) return wrong_type(k, "an array of strings", *n);
-    if (a->size() > kMaxArrayItems)
-      return error(k, fmt::format("more than {} items", kMaxArrayItems));
-    std::vector<std::string> out;
-    for (size_t i = 0; i < a->size(); ++i) {
-      const auto* s = (*a)[i].as_string();
-      if (!s) {
-        return error(k, fmt::format("item {}: expected a string, found {}", i + 1,
-                                    type_name((*a)[i].type())));
-      }
-      if (s->get().size() > kMaxStringBytes) {
-        return error(k, fmt::format("item {}: longer than {} bytes", i + 1, kMaxStringBytes));
-      }
-      out.push_back(s->get());
-    }
-    return std::optional<std::vector<std::string>>(std::move(out));
-  }
-  // A sub-table; nullptr when absent.
-  Result<const toml::table*> table(std::string_view k) {
-    const toml::node* n = node(k);
-    if (!n) return static_cast<const toml::table*>(nullptr);
-    const auto* t = n->as_table();
-    if (!t) return wrong_type(k, "a table", *n);
-    return t;
-  }
-  Fields sub(const toml::table& t, std::string_view k) const { return Fields(t, key(k), file_); }
-
-  // Fails on the first key (in file order) that was never asked for.
-  Result<void> finish() const {
-    for (auto&& [k, v] : t_) {
-      if (!seen_.count(std::string(k.str()))) {
-        return fail(Errc::kInvalidInput, fmt::format("{}: {}: not a field of a machine description",
-                                                     file_, str::printable(key(k.str()))));
-      }
-    }
-    return Ok{};
-  }
-
- private:
-  Failure wrong_type(std::string_view k, std::string_view want, const toml::node& n) const {
-    return error(k, fmt::format("expected {}, found {}", want, type_name(n.type())));
-  }
-
-  const toml::table& t_;
-  std::string prefix_;
-  const std::string& file_;
-  std::set<std::string> seen_;
-};
+constexpr TomlLimits kLimits{kMaxStringBytes, kMaxArrayItems};
 
 // Reads the keys a figure's table may hold beyond its own (memory's `standing`).
-using ExtraKeys = std::function<Result<void>(Fields&)>;
+using ExtraKeys = std::function<Result<void>(TomlFields&)>;
 
 // [<k>] value = N | detect = true, provenance = "...".
-Result<Figure> read_figure(Fields& f, std::string_view k, int64_t lo, int64_t hi,
+Result<Figure> read_figure(TomlFields& f, std::string_view k, int64_t lo, int64_t hi,
                            bool may_detect = true, const ExtraKeys& extra = {}) {
   BERTH_TRY(const toml::table* t, f.table(k));
   if (!t) return f.error(k, "missing (every figure needs a value and its provenance)");
-  Fields g = f.sub(*t, k);
+  TomlFields g = f.sub(*t, k);
   Figure fig;
   BERTH_TRY(fig.value, g.integer("value", lo, hi));
   BERTH_TRY(auto detect, g.boolean("detect"));
@@ -177,11 +47,11 @@ Result<Figure> read_figure(Fields& f, std::string_view k, int64_t lo, int64_t hi
   return fig;
 }
 
-Result<Binding> read_binding(Fields& f, std::string_view k) {
+Result<Binding> read_binding(TomlFields& f, std::string_view k) {
   Binding b;
   BERTH_TRY(const toml::table* t, f.table(k));
   if (!t) return b;
-  Fields g = f.sub(*t, k);
+  TomlFields g = f.sub(*t, k);
   BERTH_TRY(auto cpu, g.string("cpu_bind"));
   BERTH_TRY(auto dist, g.string("distribution"));
   BERTH_TRY(auto gpu, g.string("gpu_bind"));
@@ -196,7 +66,7 @@ Result<Binding> read_binding(Fields& f, std::string_view k) {
   return b;
 }
 
-Result<std::vector<DetectRule>> read_detect(Fields& f) {
+Result<std::vector<DetectRule>> read_detect(TomlFields& f) {
   std::vector<DetectRule> rules;
   const toml::node* n = f.node("detect");
   if (!n) return rules;
@@ -206,13 +76,13 @@ Result<std::vector<DetectRule>> read_detect(Fields& f) {
   }
   if (a->size() > kMaxArrayItems) return f.error("detect", "too many rules");
   for (size_t i = 0; i < a->size(); ++i) {
-    Fields g = f.sub(*(*a)[i].as_table(), fmt::format("detect[{}]", i + 1));
+    TomlFields g = f.sub(*(*a)[i].as_table(), fmt::format("detect[{}]", i + 1));
     DetectRule r;
     BERTH_TRY(auto host, g.string("hostname"));
     r.hostname = host.value_or("");
     BERTH_TRY(const toml::table* env, g.table("env"));
     if (env) {
-      Fields e = g.sub(*env, "env");
+      TomlFields e = g.sub(*env, "env");
       for (auto&& [k, v] : *env) {
         std::string name(k.str());
         if (!Env::valid_name(name)) return e.error(str::printable(name), "not a variable name");
@@ -241,7 +111,7 @@ Result<std::vector<DetectRule>> read_detect(Fields& f) {
 }
 
 template <typename Enum, size_t N>
-Result<Enum> read_enum(Fields& f, std::string_view k,
+Result<Enum> read_enum(TomlFields& f, std::string_view k,
                        const std::pair<std::string_view, Enum> (&names)[N]) {
   BERTH_TRY(std::string s, f.required_string(k));
   std::vector<std::string> options;
@@ -275,7 +145,7 @@ std::string stem_of(const std::string& path) {
 }
 
 Result<MachineDescription> read_description(const toml::table& root, const std::string& path) {
-  Fields f(root, "", path);
+  TomlFields f(root, path, kLimits);
   MachineDescription m;
   m.source = path;
   BERTH_TRY(m.name, f.required_string("name"));
@@ -289,7 +159,7 @@ Result<MachineDescription> read_description(const toml::table& root, const std::
   {
     BERTH_TRY(const toml::table* t, f.table("scheduler"));
     if (!t) return f.error("scheduler", "missing");
-    Fields g = f.sub(*t, "scheduler");
+    TomlFields g = f.sub(*t, "scheduler");
     BERTH_TRY(m.scheduler, read_enum(g, "kind", kSchedulers));
     BERTH_TRY(auto seen, g.string("version_seen"));
     m.scheduler_version_seen = seen.value_or("");
@@ -299,7 +169,7 @@ Result<MachineDescription> read_description(const toml::table& root, const std::
   {
     BERTH_TRY(const toml::table* t, f.table("launcher"));
     if (!t) return f.error("launcher", "missing");
-    Fields g = f.sub(*t, "launcher");
+    TomlFields g = f.sub(*t, "launcher");
     BERTH_TRY(m.launcher, read_enum(g, "kind", kLaunchers));
     BERTH_TRY(auto args, g.strings("args"));
     if (!args) return g.error("args", "missing (write [] for none)");
@@ -328,20 +198,20 @@ Result<MachineDescription> read_description(const toml::table& root, const std::
   BERTH_TRY(m.gpus_per_node, read_figure(f, "gpus_per_node", 0, kMaxGpus));
   // memory_per_node.standing says how far the figure can be trusted: surveyed,
   // published, estimate or detected (data/machines/README.md).
-  auto standing = [&m](Fields& g) -> Result<void> {
+  auto standing = [&m](TomlFields& g) -> Result<void> {
     BERTH_TRY(m.memory_standing, read_enum(g, "standing", kStandings));
     return Ok{};
   };
   BERTH_TRY(m.memory_per_node, read_figure(f, "memory_per_node", 1, kMaxMemoryMb, true, standing));
   if ((m.memory_standing == MemoryStanding::kDetected) != m.memory_per_node.detected()) {
-    return f.error("memory_per_node.standing",
+    return f.error(root.at_path("memory_per_node.standing").node(), "memory_per_node.standing",
                    "must be 'detected' exactly when the figure is detected");
   }
 
   {
     BERTH_TRY(const toml::table* t, f.table("gpu"));
     if (t) {
-      Fields g = f.sub(*t, "gpu");
+      TomlFields g = f.sub(*t, "gpu");
       BERTH_TRY(auto devices, g.strings("devices"));
       BERTH_TRY(auto var, g.string("visibility_variable"));
       m.gpu_devices = devices.value_or(std::vector<std::string>());
@@ -363,7 +233,7 @@ Result<MachineDescription> read_description(const toml::table& root, const std::
   {
     BERTH_TRY(const toml::table* t, f.table("gpu_build"));
     if (t) {
-      Fields g = f.sub(*t, "gpu_build");
+      TomlFields g = f.sub(*t, "gpu_build");
       GpuBuild b;
       if (g.has("cores_per_node")) {
         BERTH_TRY(b.cores_per_node, read_figure(g, "cores_per_node", 1, kMaxCores, false));
@@ -378,7 +248,8 @@ Result<MachineDescription> read_description(const toml::table& root, const std::
       }
       if (b.cores_per_node && m.cores_per_node.value &&
           *b.cores_per_node->value > *m.cores_per_node.value) {
-        return g.error("cores_per_node.value", "more than the node's cores_per_node");
+        return g.error(t->at_path("cores_per_node.value").node(), "cores_per_node.value",
+                       "more than the node's cores_per_node");
       }
       m.gpu_build = std::move(b);
     }
@@ -419,16 +290,8 @@ Result<MachineDescription> parse_machine(std::string_view text, const std::strin
     return fail(Errc::kInvalidInput,
                 fmt::format("{}: larger than {} bytes", path, kMaxMachineFileBytes));
   }
-  try {
-    toml::table root = toml::parse(text, std::string_view(path));
-    return read_description(root, path);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    return fail(Errc::kInvalidInput, fmt::format("{}:{}:{}: {}", path, where.line, where.column,
-                                                 str::printable(e.description(), 200)));
-  } catch (const std::exception& e) {
-    return fail(Errc::kInvalidInput, fmt::format("{}: cannot be read: {}", path, e.what()));
-  }
+  BERTH_TRY(toml::table root, parse_toml(text, path));
+  return read_description(root, path);
 }
 
 }  // namespace berth::topo

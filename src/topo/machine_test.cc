@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 namespace berth::topo {
 namespace {
 
@@ -121,13 +123,13 @@ struct Broken {
 
 TEST(Machine, EveryMissingOrWrongFigureIsNamed) {
   const Broken cases[] = {
-      {"no name", "name = \"test\"\n", "", "data/machines/test.toml: name: missing"},
+      {"no name", "name = \"test\"\n", "", "data/machines/test.toml:1:1: name: missing"},
       {"name differs from file", "name = \"test\"", "name = \"other\"",
        "name: 'other' does not match the file name 'test'"},
       {"no cores provenance", "provenance = \"cores source\"\n", "",
-       "data/machines/test.toml: cores_per_node.provenance: missing"},
+       "data/machines/test.toml:15:1: cores_per_node.provenance: missing"},
       {"empty provenance", "provenance = \"tasks source\"", "provenance = \" \"",
-       "max_tasks_per_node.provenance: empty"},
+       "max_tasks_per_node.provenance: must not be empty"},
       {"no memory value", "value = 253000\n", "", "memory_per_node.value: missing"},
       {"no memory provenance", "provenance = \"surveyed: every node\"\n", "",
        "memory_per_node.provenance: missing"},
@@ -142,9 +144,9 @@ TEST(Machine, EveryMissingOrWrongFigureIsNamed) {
       {"value and detect", "value = 64\n", "value = 64\ndetect = true\n",
        "cores_per_node.detect: given with a value"},
       {"string value", "value = 64\nprovenance = \"cores", "value = \"64\"\nprovenance = \"cores",
-       "cores_per_node.value: expected an integer, found a string"},
+       "cores_per_node.value: must be an integer, not a string"},
       {"zero cores", "value = 64\nprovenance = \"cores", "value = 0\nprovenance = \"cores",
-       "cores_per_node.value: 0 is outside 1..65536"},
+       "cores_per_node.value: 0 is out of range [1, 65536]"},
       {"no scheduler",
        "[scheduler]\nkind = \"slurm\"\nversion_seen = \"20.02\"\nprovenance = "
        "\"sched source\"\n",
@@ -154,13 +156,13 @@ TEST(Machine, EveryMissingOrWrongFigureIsNamed) {
        "launcher.kind: launcher pals-mpiexec does not go with scheduler slurm"},
       {"no launcher args", "args = [\"--label\"]\n", "", "launcher.args: missing"},
       {"args not strings", "args = [\"--label\"]", "args = [1]",
-       "launcher.args: item 1: expected a string, found an integer"},
+       "launcher.args: items must be strings, not an integer"},
       {"no cpus-per-task flag", "cpus_per_task_flag = \"--cpus-per-task\"\n", "",
        "launcher.cpus_per_task_flag: missing"},
       {"unknown key", "[binding]\n", "[binding]\ncpubind = \"x\"\n",
-       "data/machines/test.toml: binding.cpubind: not a field of a machine description"},
+       "data/machines/test.toml:38:11: binding.cpubind: unknown key"},
       {"unknown top-level key",
-       "description =", "colour = \"red\"\ndescription =", "colour: not a field"},
+       "description =", "colour = \"red\"\ndescription =", "colour: unknown key"},
       {"binding without provenance", "provenance = \"binding source\"\n", "",
        "binding.provenance: missing"},
       {"gpu devices miscounted", "devices = [\"0.0\", \"0.1\"]", "devices = [\"0.0\"]",
@@ -188,6 +190,10 @@ TEST(Machine, EveryMissingOrWrongFigureIsNamed) {
     ASSERT_FALSE(r.ok()) << c.what;
     EXPECT_EQ(r.error().code(), Errc::kInvalidInput) << c.what;
     EXPECT_NE(r.error().message().find(c.message), std::string::npos)
+        << c.what << ": " << r.error().message();
+    // Every message names the file, the line and the column (util/toml_fields.h).
+    EXPECT_TRUE(std::regex_search(r.error().message(),
+                                  std::regex("^data/machines/test\\.toml:[0-9]+:[0-9]+: ")))
         << c.what << ": " << r.error().message();
   }
 }

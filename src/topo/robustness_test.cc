@@ -8,11 +8,11 @@
 
 #include "topo/catalog.h"
 #include "topo/cpu_reader.h"
-#include "topo/cpulist.h"
 #include "topo/fake_tree_for_test.h"
 #include "topo/gpus.h"
 #include "topo/machine.h"
 #include "topo/memory.h"
+#include "util/idset.h"
 
 namespace berth::topo {
 namespace {
@@ -56,7 +56,7 @@ std::vector<std::string> mutations(const std::string& seed, int n) {
 }
 
 TEST(Robustness, StringParsersSurviveAnyBytes) {
-  for (const std::string& s : mutations("0-3,8,128-255\n", 3000)) (void)parse_cpulist(s);
+  for (const std::string& s : mutations("0-3,8,128-255\n", 3000)) (void)idset::parse_ids(s);
   for (const std::string& s : mutations("MemTotal: 1189455872 kB\nMemFree: 1 kB\n", 2000)) {
     (void)parse_meminfo_total_kb(s);
   }

@@ -1,42 +1,67 @@
 #include "util/files.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-
-#include <fmt/format.h>
+#include <random>
 
 namespace berth::files {
 namespace {
 
-Failure os_error(const std::string& path, const char* what, int err) {
+// Random per process (getrandom via std::random_device), plus the pid for humans
+// reading a directory listing.
+const std::string& process_token() {
+  static const std::string token = [] {
+    std::random_device rd;
+    uint64_t r = (uint64_t{rd()} << 32) ^ rd();
+    return fmt::format("{}.{:016x}", ::getpid(), r);
+  }();
+  return token;
+}
+
+std::atomic<uint64_t> temp_counter{0};
+
+}  // namespace
+
+Failure os_error(const std::string& path, std::string_view what, int err) {
   return fail(err == ENOENT ? Errc::kNotFound : Errc::kIo,
               fmt::format("{}: cannot {}: {}", path, what, std::strerror(err)));
 }
 
-// Closes a descriptor on every return path.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    reset();
+    fd_ = o.fd_;
+    o.fd_ = -1;
   }
-};
+  return *this;
+}
 
-}  // namespace
+void Fd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+TempGuard::~TempGuard() {
+  if (!path.empty()) ::unlink(path.c_str());
+}
 
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) return os_error(path, "open", errno);
+  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f.valid()) return os_error(path, "open", errno);
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0) return os_error(path, "stat", errno);
+  if (::fstat(f.get(), &st) != 0) return os_error(path, "stat", errno);
   if (S_ISDIR(st.st_mode)) return fail(Errc::kIo, fmt::format("{}: is a directory", path));
   std::string out;
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(f.fd, buf, sizeof buf);
+    ssize_t n = ::read(f.get(), buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
       return os_error(path, "read", errno);
@@ -51,39 +76,79 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   return out;
 }
 
-Result<void> write_file_atomic(const std::string& path, std::string_view data, bool sync) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-    if (f.fd < 0) return os_error(tmp, "create", errno);
-    size_t off = 0;
-    while (off < data.size()) {
-      ssize_t n = ::write(f.fd, data.data() + off, data.size() - off);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::unlink(tmp.c_str());
-        return os_error(tmp, "write", err);
-      }
-      off += static_cast<size_t>(n);
-    }
-    if (sync && ::fsync(f.fd) != 0) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return os_error(tmp, "fsync", err);
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return os_error(path, "rename onto", err);
-  }
+Result<std::string> write_temp(const std::string& dir, std::string_view data, unsigned mode,
+                               bool sync) {
+  std::string tmp;
+  BERTH_TRY(Fd f, create_temp(dir, mode, &tmp));
+  TempGuard guard{tmp};
+  BERTH_CHECK(write_all(f.get(), data.data(), data.size(), tmp));
+  if (sync) BERTH_CHECK(fsync_fd(f.get(), tmp));
+  guard.disarm();
+  return tmp;
+}
+
+Result<void> write_file_atomic(const std::string& path, std::string_view data, bool sync,
+                               unsigned mode) {
+  BERTH_TRY(std::string tmp, write_temp(parent_dir(path), data, mode, sync));
+  TempGuard guard{tmp};
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return os_error(path, "rename onto", errno);
+  guard.disarm();
   return Ok{};
 }
 
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string unique_suffix() { return fmt::format("{}.{}", process_token(), temp_counter++); }
+
+std::string temp_path(const std::string& dir) {
+  return fmt::format("{}/.tmp.{}", dir, unique_suffix());
+}
+
+Result<Fd> create_temp(const std::string& dir, unsigned mode, std::string* path) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    *path = temp_path(dir);
+    int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0) return Fd(fd);
+    if (errno != EEXIST) return os_error(*path, "create", errno);
+  }
+  return fail(Errc::kIo, fmt::format("{}: cannot create a temporary file", dir));
+}
+
+Result<void> write_all(int fd, const void* data, size_t size, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return os_error(path, "write", errno);
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Ok{};
+}
+
+Result<void> fsync_fd(int fd, const std::string& path) {
+  if (::fsync(fd) != 0) return os_error(path, "fsync", errno);
+  return Ok{};
+}
+
+Result<void> fsync_dir(const std::string& dir) {
+  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d.valid()) return os_error(dir, "open directory", errno);
+  // Some filesystems refuse fsync on a directory (EINVAL); nothing more can be done.
+  if (::fsync(d.get()) != 0 && errno != EINVAL) return os_error(dir, "fsync", errno);
+  return Ok{};
+}
+
+std::string parent_dir(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
 }
 
 }  // namespace berth::files

@@ -1,9 +1,14 @@
 #include "util/files.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 namespace berth::files {
 namespace {
@@ -23,6 +28,69 @@ TEST(Files, AtomicWriteThenReadRoundTrips) {
   EXPECT_EQ(*r, "bye");
   unlink(p.c_str());
   rmdir(d.c_str());
+}
+
+// The names in `dir`, hidden ones too, sorted.
+std::vector<std::string> listing(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Files, AtomicWriteLeavesOnlyTheFileWithItsMode) {
+  std::string d = temp_dir();
+  for (bool sync : {true, false}) {
+    ASSERT_TRUE(write_file_atomic(d + "/r", sync ? "synced" : "not synced", sync, 0600).ok());
+    EXPECT_EQ(listing(d), std::vector<std::string>{"r"});
+    struct stat st {};
+    ASSERT_EQ(::stat((d + "/r").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_EQ(read_file(d + "/r").value(), sync ? "synced" : "not synced");
+  }
+  std::filesystem::remove_all(d);
+}
+
+TEST(Files, AtomicWriteFailureNamesThePathAndLeavesNothing) {
+  std::string d = temp_dir();
+  ASSERT_EQ(::mkdir((d + "/sub").c_str(), 0755), 0);
+  // rename() cannot replace a directory with a file.
+  auto r = write_file_atomic(d + "/sub", "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Errc::kIo);
+  EXPECT_EQ(r.error().message().rfind(d + "/sub: cannot rename onto: ", 0), 0u)
+      << r.error().message();
+  EXPECT_EQ(listing(d), std::vector<std::string>{"sub"});
+  auto missing = write_file_atomic(d + "/no/such/dir/f", "x");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code(), Errc::kNotFound);
+  EXPECT_NE(missing.error().message().find(d + "/no/such/dir/.tmp."), std::string::npos)
+      << missing.error().message();
+  std::filesystem::remove_all(d);
+}
+
+TEST(Files, WriteTempReturnsACompleteHiddenFile) {
+  std::string d = temp_dir();
+  auto a = write_temp(d, "one", 0444, true);
+  auto b = write_temp(d, "two", 0444, false);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(*a, *b);  // unique per call
+  EXPECT_EQ(a->rfind(d + "/.tmp.", 0), 0u) << *a;
+  EXPECT_EQ(read_file(*a).value(), "one");
+  EXPECT_EQ(read_file(*b).value(), "two");
+  struct stat st {};
+  ASSERT_EQ(::stat(a->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0444u);
+  std::filesystem::remove_all(d);
+}
+
+TEST(Files, ParentDirTable) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"a/b/c", "a/b"}, {"c", "."}, {"/c", "/"}, {"/a/b", "/a"}, {"./x", "."},
+  };
+  for (const auto& [path, want] : cases) EXPECT_EQ(parent_dir(path), want) << path;
 }
 
 TEST(Files, ReadRefusesFileOverLimit) {

@@ -92,6 +92,37 @@ std::string printable(std::string_view s, size_t max_len) {
   return out;
 }
 
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        if (c < 0x20 && c != '\t') {
+          out += fmt::format("&#x{:x};", 0x2400 + c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
 bool is_ip_address(std::string_view s) {
   if (s.find(':') != std::string_view::npos) return true;
   // Dotted quad: four groups of 1-3 digits. One pass, no allocation: the pool calls

@@ -44,6 +44,14 @@ Result<uint64_t> parse_uint(std::string_view s, uint64_t max = UINT64_MAX);
 // `max_len` characters with "..." — safe to put into a one-line error message.
 std::string printable(std::string_view s, size_t max_len = 64);
 
+// `s` made safe for XML element text and for an attribute in either quote, and so for
+// HTML too (HTML5 defines the same five entities): & < > " ' become &amp; &lt; &gt;
+// &quot; &apos;. XML 1.0 cannot carry control characters other than tab even as
+// references, and an attribute would turn a raw newline into a space, so each byte below
+// 0x20 but tab becomes its Unicode control picture, U+2400 + byte ("&#x240a;" for a
+// newline): visible, and nothing is silently dropped. Other bytes pass unchanged.
+std::string xml_escape(std::string_view s);
+
 // True for a dotted-quad IPv4 address or anything containing ':' (IPv6): such names are
 // never shortened to a "short host name".
 bool is_ip_address(std::string_view s);

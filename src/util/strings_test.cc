@@ -57,6 +57,27 @@ TEST(Strings, PrintableEscapesControlAndHighBytes) {
   EXPECT_EQ(printable(std::string(100, 'x'), 4), "xxxx...");
 }
 
+TEST(Strings, XmlEscapeTable) {
+  struct Case {
+    std::string in;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"", ""},
+      {"plain nid001", "plain nid001"},
+      {"a<b&\"c'd>", "a&lt;b&amp;&quot;c&apos;d&gt;"},
+      {"&amp;", "&amp;amp;"},  // already escaped text is escaped again: it is data
+      {"tab\there", "tab\there"},
+      {"a\nb\rc", "a&#x240a;b&#x240d;c"},
+      {std::string("nul\0", 4), "nul&#x2400;"},
+      {"\x1b[0m", "&#x241b;[0m"},
+      {"\x7f \xc3\xa9", "\x7f \xc3\xa9"},  // DEL and UTF-8 pass unchanged
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(xml_escape(c.in), c.want) << printable(c.in);
+  }
+}
+
 TEST(Strings, JsonDeeperThanCountsNestingOutsideStrings) {
   EXPECT_FALSE(str::json_deeper_than(R"({"a":1})", 1));
   EXPECT_TRUE(str::json_deeper_than(R"({"a":[1]})", 1));

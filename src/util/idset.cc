@@ -1,4 +1,4 @@
-#include "alloc/idset.h"
+#include "util/idset.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "util/strings.h"
 
-namespace berth::alloc::idset {
+namespace berth::idset {
 namespace {
 
 // A range as written, with the 1-based position of its element for messages.
@@ -69,6 +69,9 @@ Result<std::vector<Range>> parse(std::string_view text, int64_t max_id) {
           return error_at(pos, fmt::format("reversed range {}-{}", first, last));
         }
       }
+      if (i < item.size() && item[i] == ':') {
+        return error_at(pos + i, "the kernel's stride form 'A-B:N/M' is not accepted");
+      }
       if (i < item.size()) {
         return error_at(pos + i, fmt::format("expected ',' or '-', found '{}'",
                                              str::printable(item.substr(i, 1))));
@@ -77,9 +80,11 @@ Result<std::vector<Range>> parse(std::string_view text, int64_t max_id) {
     }
   }
 
-  // Any order is accepted; sorting first makes the overlap check one pass.
-  std::sort(elems.begin(), elems.end(),
-            [](const Element& a, const Element& b) { return a.range.first < b.range.first; });
+  // Any order is accepted; sorting first makes the overlap check one pass. Equal starts
+  // stay in input order, so a repeat is reported where it is first repeated.
+  std::sort(elems.begin(), elems.end(), [](const Element& a, const Element& b) {
+    return a.range.first != b.range.first ? a.range.first < b.range.first : a.pos < b.pos;
+  });
   std::vector<Range> out;
   for (size_t k = 0; k < elems.size(); ++k) {
     const Range& r = elems[k].range;
@@ -98,6 +103,17 @@ Result<std::vector<Range>> parse(std::string_view text, int64_t max_id) {
   return out;
 }
 
+Result<std::vector<int>> parse_ids(std::string_view text, int max_id) {
+  BERTH_TRY(std::vector<Range> ranges, parse(text, max_id));
+  // The ranges are disjoint and bounded by max_id, so this is at most max_id + 1 ids.
+  std::vector<int> ids;
+  ids.reserve(static_cast<size_t>(count(ranges)));
+  for (const Range& r : ranges) {
+    for (int64_t id = r.first; id <= r.last; ++id) ids.push_back(static_cast<int>(id));
+  }
+  return ids;
+}
+
 int64_t count(const std::vector<Range>& ranges) {
   int64_t n = 0;
   for (const Range& r : ranges) n += r.last - r.first + 1;
@@ -113,4 +129,16 @@ std::string encode(const std::vector<Range>& ranges) {
   return out;
 }
 
-}  // namespace berth::alloc::idset
+std::string encode_ids(const std::vector<int>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += i == j ? fmt::format("{}", ids[i]) : fmt::format("{}-{}", ids[i], ids[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace berth::idset

@@ -1,11 +1,12 @@
-// Pool: the node pool of one allocation.
+// NodeTable: the nodes of one allocation, each once (the allocation's node pool; not
+// place::NodeTable, which grants placements on them).
 //
-// Nodes arrive from a source as NodeSpecs; the pool decides whether each is a new node
+// Nodes arrive from a source as NodeSpecs; the table decides whether each is a new node
 // or one it already holds (spec 01 §6):
 //   - names are normalised: an FQDN is cut to its short name, the full name kept as
 //     `rawname` and as an alias; an IP address is never cut (--keep-fqdn keeps all);
-//   - a spec whose name or any alias matches a pooled node's name or alias is that
-//     node: the pooled entry is authoritative and the duplicate adds nothing — not a
+//   - a spec whose name or any alias matches a held node's name or alias is that
+//     node: the held entry is authoritative and the duplicate adds nothing — not a
 //     node, not a slot;
 //   - the local host (its name, short name, "localhost", its addresses) is merged into
 //     one entry marked `local`, never duplicated;
@@ -24,9 +25,9 @@
 
 namespace berth::alloc {
 
-class Pool {
+class NodeTable {
  public:
-  Pool(const LocalHost& local, bool keep_fqdn);
+  NodeTable(const LocalHost& local, bool keep_fqdn);
 
   // Adds `spec`, or finds the node it duplicates. Returns the node's index and whether
   // it was new.
@@ -42,7 +43,7 @@ class Pool {
   // Sum of slots over nodes in state kUp.
   int64_t total_slots() const;
 
-  // The short form of `name` under this pool's rules ("a.b.c" -> "a" unless keep_fqdn
+  // The short form of `name` under this table's rules ("a.b.c" -> "a" unless keep_fqdn
   // or an IP address).
   std::string short_name(std::string_view name) const;
 

@@ -1,4 +1,4 @@
-#include "alloc/pool.h"
+#include "alloc/node_table.h"
 
 #include <gtest/gtest.h>
 
@@ -21,8 +21,8 @@ NodeSpec spec(std::string name, int64_t slots = 1, bool given = true) {
   return s;
 }
 
-TEST(Pool, FqdnIsCutToShortNameKeepingRawnameAndAlias) {
-  Pool p(here(), false);
+TEST(NodeTable, FqdnIsCutToShortNameKeepingRawnameAndAlias) {
+  NodeTable p(here(), false);
   auto [idx, added] = p.insert(spec("node1.cluster.org"));
   ASSERT_TRUE(added);
   const Node& n = p.nodes()[idx];
@@ -32,23 +32,23 @@ TEST(Pool, FqdnIsCutToShortNameKeepingRawnameAndAlias) {
   EXPECT_EQ(n.aliases[0], "node1.cluster.org");
 }
 
-TEST(Pool, KeepFqdnKeepsTheFullName) {
-  Pool p(here(), true);
+TEST(NodeTable, KeepFqdnKeepsTheFullName) {
+  NodeTable p(here(), true);
   p.insert(spec("node1.cluster.org"));
   EXPECT_EQ(p.nodes()[0].name, "node1.cluster.org");
   EXPECT_TRUE(p.nodes()[0].aliases.empty());
 }
 
-TEST(Pool, IpAddressesAreNeverTruncated) {
-  Pool p(here(), false);
+TEST(NodeTable, IpAddressesAreNeverTruncated) {
+  NodeTable p(here(), false);
   p.insert(spec("10.1.2.3"));
   p.insert(spec("fe80::1"));
   EXPECT_EQ(p.nodes()[0].name, "10.1.2.3");
   EXPECT_EQ(p.nodes()[1].name, "fe80::1");
 }
 
-TEST(Pool, DuplicateByShortNameOrAliasAddsNothing) {
-  Pool p(here(), false);
+TEST(NodeTable, DuplicateByShortNameOrAliasAddsNothing) {
+  NodeTable p(here(), false);
   p.insert(spec("node1.cluster.org", 4));
   auto [idx, added] = p.insert(spec("node1", 9));
   EXPECT_FALSE(added);
@@ -57,12 +57,12 @@ TEST(Pool, DuplicateByShortNameOrAliasAddsNothing) {
   by_alias.aliases = {"node1.cluster.org"};
   EXPECT_FALSE(p.insert(by_alias).second);
   ASSERT_EQ(p.nodes().size(), 1u);
-  EXPECT_EQ(p.nodes()[0].slots, 4);  // the pooled entry is authoritative
+  EXPECT_EQ(p.nodes()[0].slots, 4);  // the held entry is authoritative
   EXPECT_EQ(p.total_slots(), 4);
 }
 
-TEST(Pool, LocalHostIsMergedNotDuplicated) {
-  Pool p(here(), false);
+TEST(NodeTable, LocalHostIsMergedNotDuplicated) {
+  NodeTable p(here(), false);
   p.insert(spec("localhost", 2));
   EXPECT_FALSE(p.insert(spec("login1", 3)).second);
   EXPECT_FALSE(p.insert(spec("login1.cluster.org", 3)).second);
@@ -71,8 +71,8 @@ TEST(Pool, LocalHostIsMergedNotDuplicated) {
   EXPECT_TRUE(p.nodes()[0].local);
 }
 
-TEST(Pool, IndicesAreArrivalOrderAndTotalCountsOnlyUpNodes) {
-  Pool p(here(), false);
+TEST(NodeTable, IndicesAreArrivalOrderAndTotalCountsOnlyUpNodes) {
+  NodeTable p(here(), false);
   p.insert(spec("a", 2));
   p.insert(spec("b", 3));
   p.insert(spec("c", 5));

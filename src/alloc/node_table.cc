@@ -1,4 +1,4 @@
-#include "alloc/pool.h"
+#include "alloc/node_table.h"
 
 #include <algorithm>
 
@@ -14,13 +14,14 @@ const char* node_state_name(NodeState s) {
   return "up";
 }
 
-Pool::Pool(const LocalHost& local, bool keep_fqdn) : local_(local), keep_fqdn_(keep_fqdn) {
+NodeTable::NodeTable(const LocalHost& local, bool keep_fqdn)
+    : local_(local), keep_fqdn_(keep_fqdn) {
   local_names_ = local_.aliases;
   local_names_.push_back(local_.hostname);
   local_names_.push_back(short_name(local_.hostname));
 }
 
-std::string Pool::short_name(std::string_view name) const {
+std::string NodeTable::short_name(std::string_view name) const {
   size_t dot = name.find('.');
   if (dot == std::string_view::npos || keep_fqdn_ || str::is_ip_address(name)) {
     return std::string(name);
@@ -30,21 +31,21 @@ std::string Pool::short_name(std::string_view name) const {
   return std::string(name.substr(0, dot));
 }
 
-bool Pool::is_local_name(std::string_view name) const {
+bool NodeTable::is_local_name(std::string_view name) const {
   return std::find(local_names_.begin(), local_names_.end(), name) != local_names_.end();
 }
 
-void Pool::index_name(const std::string& name, size_t index) {
+void NodeTable::index_name(const std::string& name, size_t index) {
   if (!name.empty()) by_name_.emplace(name, index);
 }
 
-std::optional<size_t> Pool::lookup(std::string_view name) const {
+std::optional<size_t> NodeTable::lookup(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
 }
 
-std::optional<size_t> Pool::find(std::string_view name) const {
+std::optional<size_t> NodeTable::find(std::string_view name) const {
   if (auto hit = lookup(name)) return hit;
   std::string shortened = short_name(name);
   bool is_short = shortened.size() == name.size();
@@ -59,9 +60,9 @@ std::optional<size_t> Pool::find(std::string_view name) const {
   return std::nullopt;
 }
 
-std::pair<size_t, bool> Pool::insert(const NodeSpec& spec) {
+std::pair<size_t, bool> NodeTable::insert(const NodeSpec& spec) {
   // Dedup: the spec's name, its short form and each alias are looked up; the first
-  // match is the node. The pooled entry is authoritative (spec 01 §6): its slots stand.
+  // match is the node. The held entry is authoritative (spec 01 §6): its slots stand.
   if (auto hit = find(spec.name)) return {*hit, false};
   for (const std::string& a : spec.aliases) {
     if (auto hit = find(a)) return {*hit, false};
@@ -88,7 +89,7 @@ std::pair<size_t, bool> Pool::insert(const NodeSpec& spec) {
   return {nodes_.back().index, true};
 }
 
-int64_t Pool::total_slots() const {
+int64_t NodeTable::total_slots() const {
   int64_t total = 0;
   for (const Node& n : nodes_) {
     if (n.state == NodeState::kUp) total += n.slots;
