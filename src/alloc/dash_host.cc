@@ -244,8 +244,9 @@ class Parser {
     auto names = hostlist::expand(name, max_names_ - names_used_);
     if (!names.ok()) {
       auto [pos, what] = internal::rebase_hostlist_error(names.error().message(), name_at);
-      // Told apart by expanding again with the whole budget, not by reading the message.
-      if (hostlist::expand(name, max_names_).ok()) {
+      // Told apart by counting against the whole budget, not by reading the message;
+      // counting allocates no names, where expanding again would make up to max_names_.
+      if (hostlist::count(name, max_names_).ok()) {
         what = fmt::format("the list names more than {} hosts in all", max_names_);
         pos = name_at;
       }

@@ -276,8 +276,9 @@ class Parser {
     if (hosts.find_first_of("[],") == std::string_view::npos) return checked(std::string(hosts));
     auto expanded = hostlist::expand(hosts, max_names_ - names_used_);
     if (!expanded.ok()) {
-      // Told apart by expanding again with the whole budget, not by reading the message.
-      if (hostlist::expand(hosts, max_names_).ok()) {
+      // Told apart by counting against the whole budget, not by reading the message;
+      // counting allocates no names, where expanding again would make up to max_names_.
+      if (hostlist::count(hosts, max_names_).ok()) {
         return error(
             fmt::format("'{}': the file's hostlist expressions name more than {} "
                         "hosts in all",

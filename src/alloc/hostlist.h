@@ -33,6 +33,11 @@ inline constexpr size_t kDefaultMaxNames = 10'000'000;
 Result<std::vector<std::string>> expand(std::string_view expr,
                                         size_t max_names = kDefaultMaxNames);
 
+// The number of names `expr` expands to, without producing them: fails exactly when
+// expand(expr, max_names) fails, with the same error. For a caller that only asks
+// whether an expression fits a bound, at the cost of parsing it.
+Result<size_t> count(std::string_view expr, size_t max_names = kDefaultMaxNames);
+
 // Compresses names into one expression, keeping their order and duplicates:
 // consecutive names that differ only in one trailing number of the same width are
 // merged into a range. compress(expand(x)) expands to the same names as x.

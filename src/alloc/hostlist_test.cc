@@ -246,6 +246,29 @@ TEST(Hostlist, ExpandReportsTheFirstErrorLeftToRight) {
   });
 }
 
+// count() is expand() without the names: the same total, or the same error.
+TEST(Hostlist, CountAgreesWithExpand) {
+  const char* exprs[] = {
+      "a",          "a,b,c",  "n[1-10]",     "r[1-2]n[1-5]", "n[1-5],m[1-6]", "n[1-11]",
+      "n[9-3],m[",  "a,,n[",  "",            "n[0-999999999999999999][0-999999999999999999]",
+      "n[01-3]x,y", "n[1,1]", "a b",
+  };
+  for (const char* e : exprs) {
+    auto names = expand(e, 10);
+    auto n = count(e, 10);
+    ASSERT_EQ(n.ok(), names.ok()) << e;
+    if (n.ok()) {
+      EXPECT_EQ(*n, names->size()) << e;
+    } else {
+      EXPECT_EQ(n.error().message(), names.error().message()) << e;
+    }
+  }
+  // Counting makes no names, so a bound far past what could be allocated is fine.
+  auto big = count("n[0-999999999999]", 1'000'000'000'000);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(*big, 1'000'000'000'000u);
+}
+
 // compress: each case gives names and the exact expression expected.
 struct CompressCase {
   const char* names;  // space-separated
