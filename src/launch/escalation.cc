@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "launch/guard.h"
+
 namespace berth::launch {
 
 std::vector<EscalationStep> escalation_table(std::chrono::milliseconds grace) {
@@ -29,7 +31,11 @@ bool signal_group(int pgid, int sig) {
   // A rank always has a group of its own (setpgid in the child). A pgid equal to ours
   // would be a bookkeeping bug, and honouring it would kill berth with its ranks.
   if (pgid == getpgrp()) return false;
-  if (kill(-pgid, sig) == 0) return true;
+  bool sent = kill(-pgid, sig) == 0;
+  // SIGKILL is how berth ends a group for good: the guard need not end it again, and
+  // must not, since its id is free for reuse once the group is empty (spec 03 §9).
+  if (sig == SIGKILL) guard::forget(pgid);
+  if (sent) return true;
   // ESRCH: the group is gone, which is the outcome escalation wants. Anything else
   // (EPERM, EINVAL) also means nothing was signalled; the caller needs only that.
   return false;

@@ -70,6 +70,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -83,6 +84,7 @@
 #include <system_error>
 #include <utility>
 
+#include "launch/guard.h"
 #include "util/idset.h"
 
 namespace berth::launch {
@@ -158,6 +160,7 @@ struct ChildArgs {
   int pass[kMaxPassFds] = {-1, -1, -1, -1};  // become 3, 4, … in the program
   int n_pass = 0;
   int errfd = -1;
+  int guard_fd = -1;  // guard.h: the child names its group there; -1 = no guard
 };
 
 // ---- the child ------------------------------------------------------------------------
@@ -194,6 +197,15 @@ BERTH_CHILD_CODE int child_main(void* p) {
 
   // a. Its own process group, so that berth signals the rank and all it starts.
   if (syscall(SYS_setpgid, 0, 0) != 0) child_fail(errfd, SpawnStage::kSetsid, errno);
+  // a'. The guard learns of the group before anything runs in it (spec 03 §9): from
+  // here on, berth's death ends it, even if berth dies before clone returns. The
+  // descriptor is close-on-exec and closed with the rest below.
+  if (a.guard_fd >= 0) {
+    guard::Record rec{guard::kWatch, static_cast<int32_t>(syscall(SYS_getpid))};
+    while (syscall(SYS_sendto, a.guard_fd, &rec, sizeof rec, MSG_NOSIGNAL, nullptr, 0) < 0 &&
+           errno == EINTR) {
+    }
+  }
 
   // b. stdio and passed descriptors. The error pipe and every passed descriptor are
   // first copied above the slots they could collide with (0-2 and 3..3+n_pass-1):
@@ -464,6 +476,7 @@ Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext
                                "': error pipe: " + errno_text(errno));
   }
   args.errfd = pipefd[1];
+  args.guard_fd = guard::fd();
 
   // 4. Clone with every signal blocked (raw, as glibc's posix_spawn does, so that its
   // internal signals are blocked too); the child inherits the mask and resets it.
@@ -509,6 +522,7 @@ Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  guard::forget(pid);
   if (pidfd >= 0) close(pidfd);
   if (n == static_cast<ssize_t>(sizeof rec)) {
     return failure_error(rec, req, ctx, exec_path, path_env);
