@@ -89,6 +89,7 @@ struct RunFlags {
   std::string worker_text;
   CLI::Option* worker_opt = nullptr;
   std::string lease = "10m";
+  std::string store_patience = "3m";
 };
 
 std::string summary_line(const pipeline::RunReport& r) {
@@ -118,9 +119,10 @@ std::function<void(const pipeline::Progress&)> progress_line() {
     *last = now;
     std::string eta = p.eta_s < 0 ? "" : ", ETA " + clock_text(p.eta_s);
     std::string deferred = p.deferred ? fmt::format(", {} claimed elsewhere", p.deferred) : "";
-    std::fprintf(stderr, "\r\033[K[%zu/%zu] %d executed, %d cached, %d failed, %zu running%s, %s%s",
+    std::string wait = p.store_wait.empty() ? "" : ", " + p.store_wait;
+    std::fprintf(stderr, "\r\033[K[%zu/%zu] %d executed, %d cached, %d failed, %zu running%s, %s%s%s",
                  p.done, p.total, p.executed, p.cached, p.failed, p.running, deferred.c_str(),
-                 clock_text(p.elapsed_s).c_str(), eta.c_str());
+                 clock_text(p.elapsed_s).c_str(), eta.c_str(), wait.c_str());
   };
 }
 
@@ -187,6 +189,7 @@ int run_pipeline(const RunFlags& f) {
   o.fail_fast = f.fail_fast && !f.keep_going;
   o.worker = f.worker;
   o.lease = f.lease;
+  o.store_patience = f.store_patience;
   o.engine_version = std::string("berth ") + BERTH_VERSION + " (" + BERTH_GIT_COMMIT + ")";
   pipeline::SessionPlace place;
   place.nodes = ctx->pool_nodes();
@@ -242,6 +245,9 @@ std::function<int()> setup_run(CLI::App& app) {
                      "in the shared --store; NAME is generated when not given")
           ->expected(0, 1);
   app.add_option("--lease", f->lease, "How long a worker's claim on a step holds")
+      ->capture_default_str();
+  app.add_option("--store-patience", f->store_patience,
+                 "How long an unanswering store is waited for before a step fails")
       ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
   app.add_flag("--fail-fast", f->fail_fast, "Stop starting steps after the first failure");

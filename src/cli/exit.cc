@@ -16,6 +16,7 @@ int report(const Error& e) {
     case Errc::kInvalidInput:
     case Errc::kNotFound:
     case Errc::kIo:
+    case Errc::kUnavailable:
     case Errc::kRefused:
     case Errc::kUnsupported:
       return kExitBadInput;

@@ -73,6 +73,13 @@ struct RunReport {
   // report these follow `notices`.
   std::vector<std::string> launch_notices;
   LeaseStats leases;
+  // The store's outages this run waited out (spec 05 §9): how many ended, their
+  // summed length, and the operations that gave up past --store-patience.
+  struct StoreWaits {
+    size_t outages = 0;
+    double waited_s = 0;
+    size_t gave_up = 0;
+  } store_waits;
   // With RunOptions::record_settled, a run in which every step was cached or executed,
   // with no problem and no divergence, leaves what it saw here (settled.h), with
   // everything but its context and steps filled in; settled_steps_json() is what a
@@ -92,6 +99,9 @@ struct Progress {
   // Seconds left, estimated from the executed steps' mean duration and the
   // concurrency seen so far; negative while nothing has executed.
   double eta_s = -1;
+  // "" while the store answers; else what is being waited for ("waiting 12 s for
+  // s3://…"): the store's outage, told on the progress line (spec 05 §9).
+  std::string store_wait;
 };
 
 // One output's record as a row and the report write it: {object, form, canonical}.

@@ -19,6 +19,7 @@
 #include "pipeline/settled.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
+#include "store/patient_store.h"
 #include "store/tiered_store.h"
 #include "store/url.h"
 #include "util/clock.h"
@@ -170,6 +171,7 @@ struct Session::State {
   std::optional<CacheLock> lock;
   std::unique_ptr<store::ObjectStore> store;
   store::ObjectStore* shared = nullptr;
+  store::PatientStore* patient = nullptr;  // the shared store, waiting out its outages
   std::unique_ptr<Leases> leases;
 
   State(SessionOptions opts, SessionPlace pl, const Env& e, SessionSinks s)
@@ -291,7 +293,24 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   if (!parsed.ok()) return parsed.error().with_context("--store");
   auto opened = store::open_store(*parsed, env);
   if (!opened.ok()) return opened.error().with_context("--store");
-  s.store = std::move(*opened);
+  // Every operation on the shared store waits out an outage of up to --store-patience
+  // (spec 05 §9): an object store or parallel filesystem pausing is ordinary.
+  store::Patience patience;
+  BERTH_TRY(patience.patience, parse_duration(o.store_patience, "--store-patience"));
+  State* sp = &s;
+  patience.on_wait = [sp](const std::string& name, const Error& e) {
+    sp->say(fmt::format("the store {} is not answering ({}); waiting up to {} for it "
+                        "(--store-patience)",
+                        name, e.message(), sp->o.store_patience));
+  };
+  patience.on_back = [sp](const std::string& name, std::chrono::milliseconds away) {
+    sp->say(fmt::format("the store {} answered again after {:.1f} s", name,
+                        static_cast<double>(away.count()) / 1000.0));
+  };
+  auto patient =
+      std::make_unique<store::PatientStore>(std::move(*opened), std::move(patience), Clock::real());
+  s.patient = patient.get();
+  s.store = std::move(patient);
   s.shared = s.store.get();
   if (o.worker) {
     auto local = store::FileStore::open(s.cache + "/objects");
@@ -447,7 +466,18 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   ro.index = s.index.get();
   ro.probe = s.place.probe;
   ro.cancel_fd = cancel_fd;
-  ro.progress = s.sinks.progress;
+  if (s.sinks.progress) {
+    // The progress line says when the store is being waited for.
+    store::PatientStore* patient = s.patient;
+    auto sink = s.sinks.progress;
+    ro.progress = [patient, sink](const Progress& p) {
+      std::string wait = patient != nullptr ? patient->waiting() : "";
+      if (wait.empty()) return sink(p);
+      Progress q = p;
+      q.store_wait = std::move(wait);
+      sink(q);
+    };
+  }
   ro.step_output = s.sinks.step_output;
   std::string report_path = s.report_path;
   ro.load_previous = [report_path] { return previous_bases(report_path); };
@@ -461,6 +491,21 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   };
   ro.record_settled = s.may_settle && ro.index;
   BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
+  if (s.patient != nullptr) {
+    store::StoreWaits w = s.patient->stats();
+    rep.store_waits = {w.outages, static_cast<double>(w.waited.count()) / 1000.0, w.gave_up};
+    if (w.outages > 0) {
+      rep.notices.push_back(fmt::format(
+          "the store {} did not answer {} time{}, {:.1f} s in all; the run waited it out",
+          s.patient->describe(), w.outages, w.outages == 1 ? "" : "s", rep.store_waits.waited_s));
+    }
+    if (w.gave_up > 0) {
+      rep.notices.push_back(fmt::format(
+          "the store {} did not answer within --store-patience {} ({} operation{} gave up): {}",
+          s.patient->describe(), s.o.store_patience, w.gave_up, w.gave_up == 1 ? "" : "s",
+          w.last_error));
+    }
+  }
 
   // 8. The report: stored with the run, kept beside the pipeline; a run that settled
   // leaves its record for the next.

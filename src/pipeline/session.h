@@ -48,6 +48,7 @@ struct SessionOptions {
   bool fail_fast = false;
   std::optional<std::string> worker;  // worker mode; "" = a generated name
   std::string lease = "10m";          // how long a worker's claim holds (spec 06)
+  std::string store_patience = "3m";  // how long an outage of the store is waited out (spec 05 §9)
   std::string engine_version;         // "berth 0.1.0 (commit …)": provenance, settled context
 };
 

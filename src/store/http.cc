@@ -270,7 +270,7 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
       return fail(Errc::kIo, fmt::format("{}: reading the body to upload failed: {}", where,
                                          std::strerror(t.upload_errno)));
     }
-    return fail(retryable(rc) ? Errc::kIo : Errc::kInvalidInput, where + ": " + what);
+    return fail(retryable(rc) ? Errc::kUnavailable : Errc::kInvalidInput, where + ": " + what);
   }
   return response;
 }

@@ -388,7 +388,8 @@ Result<HttpResponse> S3Client::send(const S3Request& request) const {
     auto r = transport_->send(http);
     if (r.ok() && !transient(*r)) return std::move(*r);
     if (!r.ok()) {
-      if (r.error().code() != Errc::kIo) return r.error();  // cannot be sent at all
+      Errc c = r.error().code();
+      if (c != Errc::kIo && c != Errc::kUnavailable) return r.error();  // cannot be sent at all
       last_problem = r.error().message();
     } else {
       last_problem = failure(request, *r).error.message();
@@ -396,7 +397,9 @@ Result<HttpResponse> S3Client::send(const S3Request& request) const {
     if (attempt == retry_.attempts) break;
     pause(attempt);
   }
-  return fail(Errc::kIo, fmt::format("{} (gave up after {} attempt{})", last_problem,
+  // Every attempt met a transient failure: the server may answer later, which is the
+  // store-patience layer's to wait for (patient_store.h).
+  return fail(Errc::kUnavailable, fmt::format("{} (gave up after {} attempt{})", last_problem,
                                      retry_.attempts, retry_.attempts == 1 ? "" : "s"));
 }
 

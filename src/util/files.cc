@@ -29,8 +29,22 @@ std::atomic<uint64_t> temp_counter{0};
 
 }  // namespace
 
+bool transient_errno(int err) {
+  switch (err) {
+    case ENOSPC: case EDQUOT: case ESTALE: case EIO: case EACCES: case EPERM: case EROFS:
+    case ETIMEDOUT: case EAGAIN: case EBUSY: case ENOTCONN: case EHOSTDOWN: case EHOSTUNREACH:
+    case ECONNREFUSED: case ECONNRESET: case ENETDOWN: case ENETUNREACH: case ENOLCK:
+    case EMFILE: case ENFILE:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Failure os_error(const std::string& path, std::string_view what, int err) {
-  return fail(err == ENOENT ? Errc::kNotFound : Errc::kIo,
+  return fail(err == ENOENT           ? Errc::kNotFound
+              : transient_errno(err) ? Errc::kUnavailable
+                                     : Errc::kIo,
               fmt::format("{}: cannot {}: {}", path, what, std::strerror(err)));
 }
 

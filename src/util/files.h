@@ -38,8 +38,14 @@ bool exists(const std::string& path);
 
 // ---- The pieces the writers above are made of, for callers that stream a file ----
 
-// fail(kNotFound when `err` is ENOENT, else kIo, "<path>: cannot <what>: <strerror>").
+// fail(kNotFound when `err` is ENOENT, kUnavailable when it may pass (transient_errno),
+// else kIo, "<path>: cannot <what>: <strerror>").
 Failure os_error(const std::string& path, std::string_view what, int err);
+
+// True for the errors a filesystem gives while it is full, read-only, unreachable or
+// not yet permitted, which a later attempt may not meet: ENOSPC, EDQUOT, ESTALE, EIO,
+// EACCES, EPERM, EROFS, the network's errors, and running out of descriptors or locks.
+bool transient_errno(int err);
 
 // An owned file descriptor; closed on destruction.
 class Fd {

@@ -20,6 +20,8 @@ enum class Errc {
   kInvalidInput,  // the input (file, variable, flag) does not parse or is out of range
   kNotFound,      // a named thing (file, node, step) does not exist
   kIo,            // the operating system refused (open, read, write)
+  kUnavailable,   // a store or filesystem that may answer later (refused connection,
+                  // timeout, 5xx, ENOSPC, EACCES, ESTALE): the same request may succeed
   kRefused,       // valid input that berth will not honour (e.g. a node outside the allocation)
   kUnsupported,   // the request needs something this machine or launcher lacks
   kInternal,      // a broken invariant: a bug in berth
