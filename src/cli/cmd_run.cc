@@ -77,6 +77,7 @@ struct RunFlags {
   AllocFlags alloc;
   MachineFlags machine;
   std::string pipeline;
+  std::vector<std::string> targets;
   std::string store;
   std::string results;
   std::string cache;
@@ -182,6 +183,7 @@ int run_pipeline(const RunFlags& f) {
   // 2. The session: the pipeline, the pool, the cache, the store (pipeline/session.h).
   pipeline::SessionOptions o;
   o.pipeline = f.pipeline;
+  o.targets = f.targets;
   o.store = f.store;
   o.results = f.results;
   o.cache = f.cache;
@@ -234,6 +236,9 @@ int run_pipeline(const RunFlags& f) {
 std::function<int()> setup_run(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
   app.add_option("pipeline", f->pipeline, "The pipeline file")->required();
+  app.add_option("targets", f->targets,
+                 "Steps to run, with everything they need: names or shell-style patterns "
+                 "('count-*') of expanded steps (default: every step)");
   app.add_option("--store", f->store, "Store URL (default file://<dir>/.berth/store)");
   app.add_option("--results", f->results, "Results directory (default <dir>/results)");
   app.add_option("--cache", f->cache,

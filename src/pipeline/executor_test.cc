@@ -21,6 +21,7 @@
 #include "pipeline/lease.h"
 #include "pipeline/pipeline_file.h"
 #include "pipeline/step_cache.h"
+#include "pipeline/targets.h"
 #include "store/memory_store.h"
 #include "util/clock.h"
 #include "util/sha256.h"
@@ -450,6 +451,14 @@ outputs = ["o"]
   EXPECT_EQ(r.leases.held, 1);
   EXPECT_EQ(r.leases.rearms, 1);
   EXPECT_EQ(waited_ms_, 1000) << "one backoff, on the fake clock";
+}
+
+TEST_F(ExecutorTest, ATargetedGraphRunsItsTargetsAndWhatTheyNeedOnly) {
+  auto g = select_targets(graph(kChainAndOne), {"b"});
+  ASSERT_TRUE(g.ok());
+  RunReport r = run(*g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(states(r), (std::map<std::string, std::string>{{"a", "executed"}, {"b", "executed"}}));
 }
 
 }  // namespace

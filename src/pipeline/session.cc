@@ -17,6 +17,7 @@
 #include "pipeline/pipeline_file.h"
 #include "pipeline/probe.h"
 #include "pipeline/settled.h"
+#include "pipeline/targets.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
 #include "store/patient_store.h"
@@ -196,7 +197,7 @@ Session::~Session() = default;
 Result<void> Session::State::load_graph() {
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
   BERTH_TRY(Graph g, expand(file, [](const std::string& p) { return files::exists(p); }));
-  graph = std::move(g);
+  BERTH_TRY(graph, select_targets(std::move(g), o.targets));
   return Ok{};
 }
 
@@ -217,7 +218,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
       o.results.empty() ? (fs::path(s.bdir).parent_path() / "results").string() : o.results;
   s.cwd = fs::current_path().string();
   s.abs_results = fs::absolute(s.results_dir).lexically_normal().string();
-  s.may_settle = !o.dry_run && !o.worker;
+  s.may_settle = !o.dry_run && !o.worker && o.targets.empty();
   if (s.may_settle) {
     std::string cache_dir = o.cache.empty() ? s.bdir + "/cache" : fs::absolute(o.cache).string();
     std::string ix = cache_dir + "/index.sqlite";
