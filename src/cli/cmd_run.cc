@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "cli/exit.h"
+#include "cli/last_run.h"
 #include "cli/version.h"
 #include "pipeline/session.h"
 #include "util/strings.h"
@@ -84,6 +85,7 @@ struct RunFlags {
   bool dry_run = false;
   bool fail_fast = false;
   bool keep_going = false;
+  bool no_step_output = false;
   std::string format = "text";
   // --worker [NAME]: absent, or the name given ("" = generate one).
   std::optional<std::string> worker;
@@ -152,8 +154,10 @@ void print_outcome(const pipeline::RunOutcome& out, const RunFlags& f) {
     if (f.dry_run || s.state == pipeline::StepState::kFailed ||
         s.state == pipeline::StepState::kRefused || s.state == pipeline::StepState::kSkipped) {
       bool would = f.dry_run && s.reason.rfind("would run", 0) == 0;
-      std::printf("%-9s %s%s%s\n", would ? "would-run" : pipeline::step_state_name(s.state),
-                  s.name.c_str(), s.reason.empty() ? "" : ": ", s.reason.c_str());
+      // A failure says where its whole output is kept.
+      std::string hint = s.log.empty() ? "" : "; its output: " + log_command(f.pipeline, s.name);
+      std::printf("%-9s %s%s%s%s\n", would ? "would-run" : pipeline::step_state_name(s.state),
+                  s.name.c_str(), s.reason.empty() ? "" : ": ", s.reason.c_str(), hint.c_str());
     }
   }
   for (const auto& p : rep.problems) std::printf("problem: %s\n", p.c_str());
@@ -205,8 +209,9 @@ int run_pipeline(const RunFlags& f) {
     std::fprintf(stderr, "berth: %.*s\n", static_cast<int>(m.size()), m.data());
   };
   if (tty) sinks.progress = progress_line();
-  // Each step's output reaches the user once, every line prefixed with its name.
-  sinks.step_output = [tty](const std::string& step, std::string_view text) {
+  // Each step's output reaches the user once, every line prefixed with its name, unless
+  // told not to: it is kept either way (berth log).
+  if (!f.no_step_output) sinks.step_output = [tty](const std::string& step, std::string_view text) {
     std::string prefixed = tty ? "\r\033[K" : "";
     for (auto line : str::split(text, '\n')) {
       if (!line.empty()) prefixed += fmt::format("[{}] {}\n", step, line);
@@ -257,6 +262,8 @@ std::function<int()> setup_run(CLI::App& app) {
   app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
   app.add_flag("--fail-fast", f->fail_fast, "Stop starting steps after the first failure");
   app.add_flag("--keep-going", f->keep_going, "Run every independent step (the default)");
+  app.add_flag("--no-step-output", f->no_step_output,
+               "Do not print steps' output on stderr (it is kept: berth log STEP)");
   app.add_option("--format", f->format, "Output: text or the JSON run report")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -574,6 +574,7 @@ void Executor::finish_twins(size_t i, StepState st) {
     r.node = first.node;
     r.cores = first.cores;
     r.computed_by = first.computed_by;
+    r.log = first.log;
     r.state = StepState::kCached;
     r.reason = fmt::format("cached: the same key as '{}', computed once in this run", first.name);
     std::vector<std::string> problems;

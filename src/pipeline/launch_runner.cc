@@ -122,6 +122,9 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   // end_s is when the step's processes ended (or it failed before they started): its
   // cores are given to the next step then, so a later end would overlap that step on
   // the same cores in the report's timeline. Publishing is berth's time, not the step's.
+  // Its output, stdout and stderr together, as the job forwards it.
+  std::string log;
+  std::mutex log_mu;
   bool ended = false;
   auto end_now = [&] {
     if (ended) return;
@@ -132,6 +135,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     r.state = StepState::kFailed;
     r.reason = std::move(why);
     r.exit_code = code;
+    if (!log.empty()) r.log_tail = log_tail(log);
     end_now();
     cleanup();
     return d;
@@ -232,8 +236,6 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   job.own_signals = false;
   job.cancel_fd = o_.cancel_fd;
   job.output = launch::OutputMode::kPlain;
-  std::string log;
-  std::mutex log_mu;
   launch::OutputSinks sinks;
   sinks.out = [&](std::string_view line) {
     std::lock_guard<std::mutex> lock(log_mu);
@@ -246,6 +248,15 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   end_now();
   events.exited();
   if (!outcome.ok()) return failed(outcome.error().message());
+  // Its output is kept, whatever became of the step: an object named in its record and
+  // its row, which `berth log` prints (spec 04 §7.3). Losing it is a problem, not a
+  // failure.
+  if (auto name = cache_.objects().put_object(log); name.ok()) {
+    r.log = *name;
+  } else {
+    d.problems.push_back(fmt::format("step '{}': its output was not kept: {}", s.name,
+                                     name.error().message()));
+  }
   // Each step's output reaches its sink once, whole, after the step.
   if (!log.empty() && o_.output) o_.output(s.name, log);
   if (outcome->exit_code != 0) {
@@ -253,6 +264,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     if (outcome->exit_code == 130) {
       r.state = StepState::kCancelled;
       r.reason = "cancelled";
+      if (!log.empty()) r.log_tail = log_tail(log);
       cleanup();
       return d;
     }
@@ -299,6 +311,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   row["key"] = key;
   row["step"] = s.name;
   row["outputs"] = outputs;
+  if (!r.log.empty()) row["log"] = r.log;
   json prov;
   prov["command"] = describe_command(s);
   prov["inputs"] = std::move(prov_inputs);

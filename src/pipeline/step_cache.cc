@@ -68,6 +68,7 @@ std::optional<StepRecord> StepCache::lookup(const Step& s, const std::string& ke
   r.computed_by = !j->worker.empty() ? j->worker : j->host;
   if (!j->host.empty()) r.node = j->host;
   if (!j->cores.empty()) r.cores = j->cores;
+  if (store::check_object_name(j->log).ok()) r.log = j->log;
   if (materialize_them) {
     std::vector<std::string> found;
     auto m = materialize(r, &found, seen ? &seen->results : nullptr);
