@@ -121,6 +121,12 @@ class Executor {
   void skip_dependents(size_t i, const std::string& why);
   void set_state(size_t i, StepState st);
   void rearm();
+  // Step i failed with attempts left (its `retries`): it starts again after a backoff,
+  // still keyed and still holding its lease. False when it has none left.
+  bool retry_later(StepResult& d);
+  // Retries whose backoff is over go back to the queue; with the run stopping, each
+  // ends as its last attempt did.
+  void requeue_retries();
   void notify();
   // Wakes run() from a runner's thread.
   void wake();
@@ -160,6 +166,14 @@ class Executor {
   std::map<Shape, std::deque<size_t>> queued_;   // keyed, not cached: waiting for a grant
   size_t queued_count_ = 0;
   std::vector<size_t> deferred_;  // claimed by another worker
+  std::vector<int> attempts_;     // times each step was started
+  // Steps waiting to start again after a failed attempt: when, and the attempt's record.
+  struct Retry {
+    SteadyTime at;
+    size_t step;
+    StepRecord last;
+  };
+  std::vector<Retry> retrying_;
   std::vector<std::string> keys_;
   std::vector<std::optional<unsigned>> claims_;  // lease generation this worker holds
   std::vector<char> running_flag_;
@@ -509,6 +523,7 @@ void Executor::start(size_t i, place::Grant grant) {
   rec.node = p.nodes.empty() ? o_.host : str::join(p.nodes, ",");
   rec.cores = idset::encode_ids(p.cores.empty() ? std::vector<int>{} : p.cores[0]);
   rec.start_s = now_s();
+  rec.attempts = ++attempts_[i];
   StepTask t;
   t.step = i;
   t.spec = &g_.steps[i];
@@ -593,6 +608,48 @@ void Executor::finish_twins(size_t i, StepState st) {
   }
 }
 
+bool Executor::retry_later(StepResult& d) {
+  size_t i = d.step;
+  const Step& s = g_.steps[i];
+  if (d.record.state != StepState::kFailed || attempts_[i] > s.retries || cancelled_ ||
+      stop_new_) {
+    return false;
+  }
+  // 1 s, 2 s, 4 s, ... up to retry_max: a step that fails for something outside it (a
+  // busy file system, a licence server) gets time for that to pass.
+  auto delay = o_.retry_min;
+  for (int k = 1; k < attempts_[i] && delay < o_.retry_max; ++k) delay *= 2;
+  delay = std::min(delay, o_.retry_max);
+  retrying_.push_back({clock_.steady() + delay, i, std::move(d.record)});
+  return true;
+}
+
+void Executor::requeue_retries() {
+  auto now = clock_.steady();
+  for (size_t k = 0; k < retrying_.size();) {
+    Retry& r = retrying_[k];
+    if (!cancelled_ && !stop_new_ && r.at > now) {
+      ++k;
+      continue;
+    }
+    size_t i = r.step;
+    if (cancelled_ || stop_new_) {
+      // No more attempts: it ends as its last one did.
+      StepRecord last = std::move(r.last);
+      retrying_.erase(retrying_.begin() + static_cast<std::ptrdiff_t>(k));
+      if (claims_[i] && o_.leases && o_.leases->release(keys_[i], *claims_[i]).ok()) {
+        ++report_.leases.released;
+      }
+      claims_[i].reset();
+      finish_step(i, std::move(last));
+      continue;
+    }
+    retrying_.erase(retrying_.begin() + static_cast<std::ptrdiff_t>(k));
+    queued_[shape_of(g_.steps[i])].push_back(i);
+    ++queued_count_;
+  }
+}
+
 void Executor::rearm() {
   ++report_.leases.rearms;
   for (size_t i : deferred_) ready_.push_back(i);
@@ -662,6 +719,7 @@ Result<RunReport> Executor::run() {
   dependents_.assign(n, {});
   keys_.assign(n, "");
   claims_.assign(n, std::nullopt);
+  attempts_.assign(n, 0);
   running_flag_.assign(n, 0);
   released_early_.assign(n, 0);
   input_stamps_.assign(n, {});
@@ -704,6 +762,7 @@ Result<RunReport> Executor::run() {
       backoff = deferred_.size() < deferred_before_rearm ? o_.backoff_min
                                                          : std::min(o_.backoff_max, backoff * 2);
     }
+    requeue_retries();
     grant_queued();
     if (o_.index && clock_.steady() - last_commit > std::chrono::seconds(1)) {
       (void)o_.index->commit();
@@ -724,15 +783,17 @@ Result<RunReport> Executor::run() {
       queued_count_ = 0;
       continue;
     }
-    bool idle = running_ == 0 && ready_.empty();
+    bool idle = running_ == 0 && ready_.empty() && retrying_.empty();
     if (idle && (deferred_.empty() || cancelled_ || stop_new_)) break;
     if (!deferred_.empty() && next_rearm == SteadyTime::max()) {
       next_rearm = clock_.steady() + backoff;
     }
+    // Wake for the next re-arm or the next retry, whichever comes first.
+    SteadyTime wake_at = next_rearm;
+    for (const Retry& r : retrying_) wake_at = std::min(wake_at, r.at);
     int timeout_ms = -1;
-    if (next_rearm != SteadyTime::max()) {
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(next_rearm - clock_.steady());
+    if (wake_at != SteadyTime::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock_.steady());
       timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
     }
     // Wait for a step to end, the run to be cancelled, or the next re-arm. This thread
@@ -782,6 +843,14 @@ Result<RunReport> Executor::run() {
       for (auto& dv : d.divergences) report_.divergences.push_back(dv);
       for (auto& p : d.problems) report_.problems.push_back(p);
       bool ok = d.record.state == StepState::kExecuted;
+      if (!ok && retry_later(d)) {
+        notify();
+        continue;
+      }
+      if (!ok && attempts_[d.step] > 1) {
+        d.record.reason += fmt::format(" (attempt {} of {})", attempts_[d.step],
+                                       g_.steps[d.step].retries + 1);
+      }
       if (!ok && claims_[d.step] && o_.leases) {
         // A failed or interrupted step hands its key back: another worker may do it.
         if (o_.leases->release(keys_[d.step], *claims_[d.step]).ok()) ++report_.leases.released;

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -36,20 +37,30 @@ struct Outcome {
   StepState state = StepState::kExecuted;
   std::string reason;
   bool hold = false;  // keep it running until release() or cancel()
+  bool timed_out = false;
 };
 
 class FakeRunner final : public StepRunner {
  public:
   explicit FakeRunner(store::ObjectStore& store) : store_(store) {}
   std::map<std::string, Outcome> outcomes;
+  // Per step, the outcomes of its first attempts, in order; then `outcomes` decides.
+  std::map<std::string, std::deque<Outcome>> attempts;
   std::vector<std::string> started;  // in the order handed over
+  std::vector<int> attempt_numbers;  // StepTask::record.attempts, in the same order
   int max_running = 0;
   bool cancelled = false;
 
   void start(StepTask task, Events events) override {
     started.push_back(task.record.name);
-    Running r{std::move(task), std::move(events)};
+    attempt_numbers.push_back(task.record.attempts);
+    Running r{std::move(task), std::move(events), {}};
     Outcome o = outcomes[r.task.record.name];
+    if (auto& seq = attempts[r.task.record.name]; !seq.empty()) {
+      o = seq.front();
+      seq.pop_front();
+    }
+    r.outcome = o;
     running_.push_back(std::move(r));
     max_running = std::max(max_running, static_cast<int>(running_.size()));
     if (!o.hold) finish(running_.size() - 1, o);
@@ -63,7 +74,7 @@ class FakeRunner final : public StepRunner {
   void release(const std::string& name) {
     for (size_t k = 0; k < running_.size(); ++k) {
       if (running_[k].task.record.name != name) continue;
-      Outcome o = outcomes[name];
+      Outcome o = running_[k].outcome;
       o.hold = false;
       finish(k, o);
       return;
@@ -76,6 +87,7 @@ class FakeRunner final : public StepRunner {
   struct Running {
     StepTask task;
     Events events;
+    Outcome outcome;
   };
   void finish(size_t k, const Outcome& o) {
     Running r = std::move(running_[k]);
@@ -86,6 +98,7 @@ class FakeRunner final : public StepRunner {
     d.record = r.task.record;
     d.record.state = o.state;
     d.record.reason = o.reason;
+    d.record.timed_out = o.timed_out;
     if (o.state == StepState::kExecuted) {
       // Its outputs, stored for real: dependents key on them, twins materialise them.
       std::string outs;
@@ -451,6 +464,88 @@ outputs = ["o"]
   EXPECT_EQ(r.leases.held, 1);
   EXPECT_EQ(r.leases.rearms, 1);
   EXPECT_EQ(waited_ms_, 1000) << "one backoff, on the fake clock";
+}
+
+// ---- Retries, time limits and targets ------------------------------------------------
+
+constexpr const char* kFlakyThenAfter = R"(
+[[step]]
+name = "flaky"
+run = "x"
+outputs = ["o"]
+retries = 2
+[[step]]
+name = "after"
+run = "y"
+inputs = { i = "@flaky/o" }
+outputs = ["o"]
+)";
+
+TEST_F(ExecutorTest, AFailedStepWithRetriesRunsAgainAfterABackoff) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.attempts["flaky"] = {{StepState::kFailed, "exited with status 1"},
+                               {StepState::kFailed, "exited with status 1"}};
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"flaky", "flaky", "flaky", "after"}));
+  EXPECT_EQ(runner_.attempt_numbers, (std::vector<int>{1, 2, 3, 1}));
+  EXPECT_EQ(step(r, "flaky").state, StepState::kExecuted);
+  EXPECT_EQ(step(r, "flaky").attempts, 3);
+  EXPECT_EQ(step(r, "after").state, StepState::kExecuted);
+  EXPECT_EQ(waited_ms_, 1000 + 2000) << "1 s, then 2 s, on the fake clock";
+  EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST_F(ExecutorTest, AStepOutOfRetriesFailsWithItsLastReason) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kFailed, "exited with status 7"};
+  o_.retry_min = std::chrono::milliseconds(500);
+  o_.retry_max = std::chrono::milliseconds(800);
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"flaky", "flaky", "flaky"}));
+  EXPECT_EQ(step(r, "flaky").state, StepState::kFailed);
+  EXPECT_EQ(step(r, "flaky").reason, "exited with status 7 (attempt 3 of 3)");
+  EXPECT_EQ(step(r, "after").state, StepState::kSkipped);
+  EXPECT_EQ(waited_ms_, 500 + 800) << "doubling, held to retry_max";
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST_F(ExecutorTest, ATimedOutStepIsRetriedAndReportedTimedOutWhenItKeepsTimingOut) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kFailed, "timed out after 30m", false, true};
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started.size(), 3u);
+  EXPECT_EQ(step(r, "flaky").state, StepState::kFailed);
+  EXPECT_TRUE(step(r, "flaky").timed_out);
+  EXPECT_EQ(step(r, "flaky").reason, "timed out after 30m (attempt 3 of 3)");
+}
+
+TEST_F(ExecutorTest, ARefusedOrCancelledStepIsNotRetried) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kRefused, "the launcher cannot place it"};
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"flaky"}));
+  EXPECT_EQ(step(r, "flaky").state, StepState::kRefused);
+}
+
+TEST_F(ExecutorTest, ACancelDuringABackoffEndsTheStepAsItsLastAttempt) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kFailed, "exited with status 1"};
+  on_idle = [this] { ASSERT_EQ(::write(cancel_[1], "x", 1), 1); };
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"flaky"}));
+  EXPECT_EQ(step(r, "flaky").state, StepState::kFailed);
+  EXPECT_EQ(step(r, "after").state, StepState::kSkipped);
+  EXPECT_EQ(waited_ms_, 0);
+}
+
+TEST_F(ExecutorTest, NeitherRetriesNorATimeLimitEntersTheKey) {
+  const char* plain = "[[step]]\nname = 's'\nrun = 'x'\noutputs = ['o']\n";
+  std::string limited = std::string(plain) + "retries = 3\ntimeout = '10m'\n";
+  o_.dry_run = true;
+  std::string a = step(run(graph(plain)), "s").key;
+  std::string b = step(run(graph(limited)), "s").key;
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
 }
 
 TEST_F(ExecutorTest, ATargetedGraphRunsItsTargetsAndWhatTheyNeedOnly) {

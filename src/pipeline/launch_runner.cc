@@ -11,6 +11,7 @@
 #include "pipeline/canonical.h"
 #include "pipeline/canonicaliser.h"
 #include "pipeline/command.h"
+#include "pipeline/worker.h"
 #include "place/render.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -235,6 +236,10 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   job.stdin_mode = launch::StdinMode::kNone;
   job.own_signals = false;
   job.cancel_fd = o_.cancel_fd;
+  // Past its time limit the step's every process group gets SIGCONT, SIGTERM and, after
+  // the grace period, SIGKILL; then every group once more with SIGKILL (job.h), so that
+  // nothing it started outlives it.
+  job.timeout = s.timeout;
   job.output = launch::OutputMode::kPlain;
   launch::OutputSinks sinks;
   sinks.out = [&](std::string_view line) {
@@ -259,6 +264,14 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   }
   // Each step's output reaches its sink once, whole, after the step.
   if (!log.empty() && o_.output) o_.output(s.name, log);
+  if (outcome->timed_out) {
+    // Nothing of it is stored: its outputs may be half written.
+    r.timed_out = true;
+    return failed(fmt::format("timed out after {}: its processes were ended (SIGTERM, then "
+                              "SIGKILL); nothing of it is stored",
+                              duration_text(*s.timeout)),
+                  outcome->exit_code);
+  }
   if (outcome->exit_code != 0) {
     std::string why = outcome->messages.empty() ? "failed" : outcome->messages[0];
     if (outcome->exit_code == 130) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "pipeline/canonical.h"
+#include "pipeline/worker.h"
 #include "util/env.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -212,6 +213,14 @@ Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFil
     auto mode = wireup::parse_mode(*mpi);
     if (!mode.ok()) return f.error(f.node("mpi"), "mpi", mode.error().message());
     s.mpi = *mode;
+  }
+  BERTH_TRY(std::optional<int64_t> retries, f.integer("retries", 0, kMaxRetries));
+  if (retries) s.retries = static_cast<int>(*retries);
+  BERTH_TRY(std::optional<std::string> timeout, f.string("timeout"));
+  if (timeout) {
+    auto d = parse_duration(*timeout, "");
+    if (!d.ok()) return f.error(f.node("timeout"), "timeout", d.error().message().substr(1));
+    s.timeout = *d;
   }
   BERTH_TRY(s.canonical, string_table(f, "canonical", false));
   for (auto& [out, form] : s.canonical) {
