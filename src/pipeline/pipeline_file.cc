@@ -65,8 +65,16 @@ Result<void> read_foreach(TomlFields& f, StepSpec& s) {
     std::string k(key.str());
     const toml::node* n = g.node(k);
     if (auto problem = foreach_key_problem(k)) return g.error(n, str::printable(k), *problem);
+    if (const auto* t2 = n->as_table()) {
+      // { glob = "data/{sample}.fastq" }: values discovered from the files present.
+      TomlFields h = g.sub(*t2, k);
+      BERTH_TRY(std::string pattern, h.required_string("glob"));
+      BERTH_CHECK(h.finish());
+      s.foreach_globs.emplace(k, ForeachGlob{std::move(pattern), pos_of(*h.node("glob"))});
+      continue;
+    }
     const auto* a = n->as_array();
-    if (!a) return g.wrong_type(k, "an array of strings or integers", *n);
+    if (!a) return g.wrong_type(k, "an array of strings or integers, or { glob = \"…\" }", *n);
     if (a->empty()) return g.error(n, k, "must not be empty");
     if (a->size() > kMaxArrayItems) {
       return g.error(n, k, fmt::format("more than {} items", kMaxArrayItems));

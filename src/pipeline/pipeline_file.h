@@ -54,6 +54,13 @@ struct InputSpec {
   SourcePos pos;
 };
 
+// A foreach key whose values are discovered from the files present (spec 04 §3.1):
+// `foreach = { sample = { glob = "data/{sample}.fastq" } }` (discover.h).
+struct ForeachGlob {
+  std::string pattern;  // a path template holding {key}, relative to the file's dir
+  SourcePos pos;
+};
+
 // One [[step]] table, unexpanded (spec 04 §2.3).
 struct StepSpec {
   size_t index = 0;  // position among the file's [[step]] tables, from 0
@@ -61,6 +68,9 @@ struct StepSpec {
   std::string name;  // template over the foreach keys
   // foreach key -> values; keys sorted (std::map), values in the order given.
   std::map<std::string, std::vector<std::string>> foreach;
+  // foreach keys given as { glob = "…" }: their values are found by discover_foreach(),
+  // which fills `foreach`, before expansion.
+  std::map<std::string, ForeachGlob> foreach_globs;
   std::optional<std::string> run;               // a shell string, or
   std::optional<std::vector<std::string>> cmd;  // an argv (exactly one of the two)
   std::map<std::string, InputSpec> inputs;

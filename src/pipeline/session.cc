@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "pipeline/discover.h"
 #include "pipeline/graph.h"
 #include "pipeline/index.h"
 #include "pipeline/lease.h"
@@ -166,6 +167,7 @@ struct Session::State {
   std::string previous_steps;  // the steps file of the record found, to replace
   bool may_settle = false;
   std::optional<Graph> graph;
+  Discovered discovered;  // the directories foreach globs read (discover.h)
   std::string worker;
   std::chrono::milliseconds lease{0};
   std::optional<place::Pool> pool;
@@ -196,6 +198,7 @@ Session::~Session() = default;
 
 Result<void> Session::State::load_graph() {
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
+  BERTH_TRY(discovered, discover_foreach(file, DiscoveryFs::real()));
   BERTH_TRY(Graph g, expand(file, [](const std::string& p) { return files::exists(p); }));
   BERTH_TRY(graph, select_targets(std::move(g), o.targets));
   return Ok{};
@@ -505,6 +508,14 @@ Result<RunOutcome> Session::run(int cancel_fd) {
           "the store {} did not answer within --store-patience {} ({} operation{} gave up): {}",
           s.patient->describe(), s.o.store_patience, w.gave_up, w.gave_up == 1 ? "" : "s",
           w.last_error));
+    }
+  }
+  // A run whose steps were discovered from directories is that run again only while
+  // they hold what they held: their stamps go into the record with the inputs'.
+  if (rep.settled && !s.discovered.stable) rep.settled.reset();
+  if (rep.settled) {
+    for (const auto& [dir, stamp] : s.discovered.dirs) {
+      rep.settled->files.push_back({dir, stamp, true});
     }
   }
 
