@@ -167,10 +167,12 @@ void print_outcome(const pipeline::RunOutcome& out, const RunFlags& f) {
   }
   if (f.worker) {
     std::printf(
-        "worker %s: %d lease(s) acquired, %d deferral(s), %d re-arm(s), %d released, "
-        "%d lock-free\n",
-        out.worker.c_str(), rep.leases.acquired, rep.leases.held, rep.leases.rearms,
-        rep.leases.released, rep.leases.lock_free);
+        "worker %s: %d lease(s) acquired, %d extended, %d deferral(s), %d re-arm(s), "
+        "%d released, %d lock-free%s\n",
+        out.worker.c_str(), rep.leases.acquired, rep.leases.extended, rep.leases.held,
+        rep.leases.rearms, rep.leases.released, rep.leases.lock_free,
+        rep.leases.lost ? fmt::format(", {} lost to another worker", rep.leases.lost).c_str()
+                        : "");
   }
   std::printf("%s\n", summary_line(rep).c_str());
 }

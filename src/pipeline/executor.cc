@@ -127,6 +127,11 @@ class Executor {
   // Retries whose backoff is over go back to the queue; with the run stopping, each
   // ends as its last attempt did.
   void requeue_retries();
+  // Worker mode: extends the claim of every step still running (or waiting to retry)
+  // whose renewal is due, half a lease after the last (spec 06 §4).
+  void renew_leases();
+  void claimed(size_t i, unsigned generation);
+  void unclaimed(size_t i);
   void notify();
   // Wakes run() from a runner's thread.
   void wake();
@@ -176,6 +181,7 @@ class Executor {
   std::vector<Retry> retrying_;
   std::vector<std::string> keys_;
   std::vector<std::optional<unsigned>> claims_;  // lease generation this worker holds
+  std::map<size_t, SteadyTime> renewals_;        // when each held claim is next extended
   std::vector<char> running_flag_;
   // Equal keys: the step computing each key in this run, and the steps waiting on it.
   std::unordered_map<std::string, size_t> primaries_;
@@ -447,7 +453,7 @@ bool Executor::claim(size_t i) {
       return false;
     case Leases::Outcome::kAcquired:
       ++report_.leases.acquired;
-      claims_[i] = c->generation;
+      claimed(i, c->generation);
       return true;
     case Leases::Outcome::kLockFree:
       ++report_.leases.lock_free;
@@ -640,13 +646,50 @@ void Executor::requeue_retries() {
       if (claims_[i] && o_.leases && o_.leases->release(keys_[i], *claims_[i]).ok()) {
         ++report_.leases.released;
       }
-      claims_[i].reset();
+      unclaimed(i);
       finish_step(i, std::move(last));
       continue;
     }
     retrying_.erase(retrying_.begin() + static_cast<std::ptrdiff_t>(k));
     queued_[shape_of(g_.steps[i])].push_back(i);
     ++queued_count_;
+  }
+}
+
+void Executor::claimed(size_t i, unsigned generation) {
+  claims_[i] = generation;
+  renewals_[i] = clock_.steady() + o_.leases->duration() / 2;
+}
+
+void Executor::unclaimed(size_t i) {
+  claims_[i].reset();
+  renewals_.erase(i);
+}
+
+void Executor::renew_leases() {
+  if (!o_.leases) return;
+  auto now = clock_.steady();
+  std::vector<size_t> due;
+  for (const auto& [i, at] : renewals_) {
+    if (at <= now) due.push_back(i);
+  }
+  for (size_t i : due) {
+    auto c = o_.leases->extend(keys_[i]);
+    if (!c.ok()) {
+      // The store is down for now: try again in a quarter lease, well inside the half
+      // left before the deadline.
+      renewals_[i] = now + o_.leases->duration() / 4;
+      continue;
+    }
+    if (c->outcome == Leases::Outcome::kAcquired) {
+      ++report_.leases.extended;
+      claimed(i, c->generation);
+      continue;
+    }
+    // Ours expired and another worker took the key (held), or no generation is left
+    // (lock-free): the step runs on without a claim; a duplicate costs only the work.
+    if (c->outcome == Leases::Outcome::kHeld) ++report_.leases.lost;
+    unclaimed(i);
   }
 }
 
@@ -763,6 +806,7 @@ Result<RunReport> Executor::run() {
                                                          : std::min(o_.backoff_max, backoff * 2);
     }
     requeue_retries();
+    renew_leases();
     grant_queued();
     if (o_.index && clock_.steady() - last_commit > std::chrono::seconds(1)) {
       (void)o_.index->commit();
@@ -791,6 +835,7 @@ Result<RunReport> Executor::run() {
     // Wake for the next re-arm or the next retry, whichever comes first.
     SteadyTime wake_at = next_rearm;
     for (const Retry& r : retrying_) wake_at = std::min(wake_at, r.at);
+    for (const auto& [i, at] : renewals_) wake_at = std::min(wake_at, at);
     int timeout_ms = -1;
     if (wake_at != SteadyTime::max()) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock_.steady());
@@ -855,7 +900,7 @@ Result<RunReport> Executor::run() {
         // A failed or interrupted step hands its key back: another worker may do it.
         if (o_.leases->release(keys_[d.step], *claims_[d.step]).ok()) ++report_.leases.released;
       }
-      claims_[d.step].reset();
+      unclaimed(d.step);
       if (o_.record_settled && ok) {
         // An executed step is in a settled record as a rerun would report it: from
         // its row (ours only), its objects present and its results in place.

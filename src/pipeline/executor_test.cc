@@ -82,6 +82,12 @@ class FakeRunner final : public StepRunner {
     ADD_FAILURE() << name << " is not running";
   }
   size_t running() const { return running_.size(); }
+  std::string key_of(const std::string& name) const {
+    for (const auto& r : running_) {
+      if (r.task.record.name == name) return r.task.key;
+    }
+    return "";
+  }
 
  private:
   struct Running {
@@ -554,6 +560,35 @@ TEST_F(ExecutorTest, ATargetedGraphRunsItsTargetsAndWhatTheyNeedOnly) {
   RunReport r = run(*g);
   EXPECT_EQ(runner_.started, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(states(r), (std::map<std::string, std::string>{{"a", "executed"}, {"b", "executed"}}));
+}
+
+// ---- Lease extension -------------------------------------------------------------
+
+TEST_F(ExecutorTest, AStepLongerThanItsLeaseKeepsItsClaimByExtendingIt) {
+  Graph g = graph("[[step]]\nname = 'long'\nrun = 'x'\noutputs = ['o']\n");
+  Leases ours(store_, "w1", Leases::new_token(), clock_, std::chrono::seconds(10));
+  Leases other(store_, "w2", Leases::new_token(), clock_, std::chrono::seconds(10));
+  o_.leases = &ours;
+  o_.worker = "w1";
+  runner_.outcomes["long"].hold = true;
+  std::string key;
+  int held = 0;
+  on_idle = [&] {
+    if (key.empty()) key = runner_.key_of("long");
+    // Three leases long: another worker finds it held throughout, and the step ends.
+    if (waited_ms_ < 30'000) {
+      auto c = other.acquire(key);
+      ASSERT_TRUE(c.ok());
+      held += c->outcome == Leases::Outcome::kHeld;
+      return;
+    }
+    runner_.release("long");
+  };
+  RunReport r = run(g);
+  EXPECT_EQ(step(r, "long").state, StepState::kExecuted);
+  EXPECT_EQ(held, 6) << "asked at 0, 5, 10, ... 25 s: long past the first deadline";
+  EXPECT_EQ(r.leases.extended, 6) << "every half lease";
+  EXPECT_EQ(r.leases.lost, 0);
 }
 
 }  // namespace

@@ -102,7 +102,8 @@ json head_of(const RunReport& r, std::optional<size_t> settled_steps) {
   j["notices"] = notices;
   j["leases"] = {{"acquired", r.leases.acquired}, {"held", r.leases.held},
                  {"lock_free", r.leases.lock_free}, {"released", r.leases.released},
-                 {"rearms", r.leases.rearms}};
+                 {"rearms", r.leases.rearms}, {"extended", r.leases.extended},
+                 {"lost", r.leases.lost}};
   j["store_waits"] = {{"outages", r.store_waits.outages},
                       {"waited_s", r.store_waits.waited_s},
                       {"gave_up", r.store_waits.gave_up}};

@@ -73,6 +73,8 @@ struct LeaseStats {
   int lock_free = 0;  // keys whose generations were exhausted: run without a lease
   int released = 0;   // keys handed back after a failure
   int rearms = 0;     // waits between scopes for work claimed elsewhere
+  int extended = 0;   // claims extended while their step still ran
+  int lost = 0;       // claims found taken by another worker when extended
 };
 
 struct RunReport {
