@@ -182,6 +182,7 @@ class Executor {
   std::vector<std::string> keys_;
   std::vector<std::optional<unsigned>> claims_;  // lease generation this worker holds
   std::map<size_t, SteadyTime> renewals_;        // when each held claim is next extended
+  size_t twins_waiting_ = 0;                     // steps waiting for an equal key's result
   std::vector<char> running_flag_;
   // Equal keys: the step computing each key in this run, and the steps waiting on it.
   std::unordered_map<std::string, size_t> primaries_;
@@ -346,8 +347,12 @@ void Executor::notify() {
   p.skipped = counts_[StepState::kSkipped];
   p.elapsed_s = now_s();
   if (p.executed > 0) {
+    // Only steps that will run here count: not those done, and not those that will be
+    // cached without running — waiting for an equal key computed in this run, or
+    // claimed by another worker that will publish them.
     double mean = executed_seconds_ / p.executed;
-    double left = static_cast<double>(p.total - p.done);
+    size_t not_run = p.done + twins_waiting_ + deferred_.size();
+    double left = static_cast<double>(p.total > not_run ? p.total - not_run : 0);
     p.eta_s = mean * left / static_cast<double>(std::max<size_t>(1, max_running_));
   }
   o_.progress(p);
@@ -415,6 +420,7 @@ void Executor::prepare(size_t i) {
   if (primary != primaries_.end() && primary->second != i) {
     const std::string& first = g_.steps[primary->second].name;
     twins_[primary->second].push_back(i);
+    if (!o_.dry_run) ++twins_waiting_;
     if (o_.dry_run) {
       set_state(i, StepState::kSkipped);
       rec.reason = fmt::format("would run: the same key as '{}', computed once", first);
@@ -578,6 +584,7 @@ void Executor::finish_twins(size_t i, StepState st) {
   if (t == twins_.end()) return;
   std::vector<size_t> waiting = std::move(t->second);
   twins_.erase(t);
+  twins_waiting_ -= std::min(twins_waiting_, waiting.size());
   const StepRecord& first = report_.steps[i];
   for (size_t j : waiting) {
     if (report_.steps[j].state != StepState::kPending) continue;

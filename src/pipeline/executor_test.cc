@@ -38,6 +38,7 @@ struct Outcome {
   std::string reason;
   bool hold = false;  // keep it running until release() or cancel()
   bool timed_out = false;
+  double seconds = 0;  // how long it ran: its end_s is its start_s plus this
 };
 
 class FakeRunner final : public StepRunner {
@@ -105,6 +106,7 @@ class FakeRunner final : public StepRunner {
     d.record.state = o.state;
     d.record.reason = o.reason;
     d.record.timed_out = o.timed_out;
+    d.record.end_s = d.record.start_s + o.seconds;
     if (o.state == StepState::kExecuted) {
       // Its outputs, stored for real: dependents key on them, twins materialise them.
       std::string outs;
@@ -562,7 +564,7 @@ TEST_F(ExecutorTest, ATargetedGraphRunsItsTargetsAndWhatTheyNeedOnly) {
   EXPECT_EQ(states(r), (std::map<std::string, std::string>{{"a", "executed"}, {"b", "executed"}}));
 }
 
-// ---- Lease extension -------------------------------------------------------------
+// ---- Lease extension and the ETA ---------------------------------------------------
 
 TEST_F(ExecutorTest, AStepLongerThanItsLeaseKeepsItsClaimByExtendingIt) {
   Graph g = graph("[[step]]\nname = 'long'\nrun = 'x'\noutputs = ['o']\n");
@@ -589,6 +591,33 @@ TEST_F(ExecutorTest, AStepLongerThanItsLeaseKeepsItsClaimByExtendingIt) {
   EXPECT_EQ(held, 6) << "asked at 0, 5, 10, ... 25 s: long past the first deadline";
   EXPECT_EQ(r.leases.extended, 6) << "every half lease";
   EXPECT_EQ(r.leases.lost, 0);
+}
+
+TEST_F(ExecutorTest, TheEtaCountsOutStepsThatWillBeCachedWithoutRunning) {
+  // z and x-1 run at once; x-2 has x-1's key and waits for it. When z ends after 10 s,
+  // one step is left to run (x-1, running): not two.
+  Graph g = graph(R"(
+[[step]]
+name = "z"
+run = "z"
+outputs = ["o"]
+[[step]]
+name = "x-{i}"
+foreach = { i = ["1", "2"] }
+run = "same"
+outputs = ["o"]
+)");
+  runner_.outcomes["z"] = {StepState::kExecuted, "", true, false, 10};
+  runner_.outcomes["x-1"] = {StepState::kExecuted, "", true, false, 20};
+  std::vector<Progress> seen;
+  o_.progress = [&](const Progress& p) { seen.push_back(p); };
+  int idle = 0;
+  on_idle = [&] { runner_.release(idle++ == 0 ? "z" : "x-1"); };
+  RunReport r = run(g);
+  EXPECT_EQ(step(r, "x-2").state, StepState::kCached);
+  auto first = std::find_if(seen.begin(), seen.end(), [](const Progress& p) { return p.executed == 1; });
+  ASSERT_NE(first, seen.end());
+  EXPECT_DOUBLE_EQ(first->eta_s, 10.0 * 1 / 2) << "mean 10 s, one step left, two at once";
 }
 
 }  // namespace
