@@ -31,6 +31,7 @@ _berth_options() {
       case $2 in
         get) echo "-h --help --store -o --out" ;;
         put | verify | cat) echo "-h --help --store" ;;
+        gc) echo "-h --help --store --keep-runs --pipeline --grace --dry-run" ;;
         *) echo "-h --help" ;;
       esac
       ;;
@@ -149,7 +150,7 @@ _berth() {
       if [[ $cur == -* ]]; then
         _berth_words "$(_berth_options store)" "$cur"
       else
-        _berth_words "put get verify cat" "$cur"
+        _berth_words "put get verify cat gc" "$cur"
       fi
       return 0
     fi

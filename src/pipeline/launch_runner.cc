@@ -346,7 +346,16 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   prov["elapsed_s"] = r.end_s - r.start_s;
   row["provenance"] = prov;
   std::string mine = row.dump();
-  auto put = cache_.rows().put_row(store::row_address(kStepsRow, key), mine);
+  const std::string address = store::row_address(kStepsRow, key);
+  auto put = cache_.rows().put_row(address, mine);
+  // A row another computation published is in use again: refreshed so that a
+  // collector spares it; one a collector took between the two calls is written again
+  // (spec 05 §10).
+  for (int again = 0; again < 2 && put.ok() && !put->created; ++again) {
+    auto there = cache_.rows().touch_row(address);
+    if (!there.ok() || *there) break;
+    put = cache_.rows().put_row(address, mine);
+  }
   if (!put.ok() && !announced) return failed(put.error().message());
   r.computed_by = computed_by(prov);
   if (!put.ok()) {
@@ -379,6 +388,15 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     cache_.index()->remember_step(key, put->created ? mine : put->existing);
   }
   d.row_ours = put.ok() && put->created;
+  if (d.row_ours) {
+    // Every object the row names is there now, or is stored again from the file still
+    // in staging: the one move a collector on a store without rename can race is the
+    // deletion of an object just refreshed (spec 05 §10).
+    for (const auto& [out, rec] : r.outputs) {
+      auto there = cache_.objects().has_object(rec.object);
+      if (there.ok() && !*there) (void)cache_.objects().put_object_file(paths.outputs[out]);
+    }
+  }
   auto m = cache_.materialize(r, &d.problems, o_.record_settled ? &d.results : nullptr);
   cleanup();
   if (!m.ok()) {

@@ -63,6 +63,10 @@ std::optional<StepRecord> StepCache::lookup(const Step& s, const std::string& ke
     if (seen) seen->objects.push_back(rec.object);
     r.outputs[out] = rec;
   }
+  // The row is in use: refreshed, so that a collector spares it until this run's
+  // report names it; taken by one since it was read, it is a miss (spec 05 §10).
+  auto touched = rows_.touch_row(store::row_address(kStepsRow, key));
+  if (!touched.ok() || !*touched) return std::nullopt;
   if (index_ && !from_index) index_->remember_step(key, *text);
   // A cache hit adopts the record of the run that computed it.
   r.computed_by = !j->worker.empty() ? j->worker : j->host;
