@@ -22,14 +22,16 @@ _berth_options() {
       ;;
     run)
       echo "-h --help --store --results --cache --worker --lease --store-patience --dry-run --fail-fast
-        --keep-going --format $_berth_machine_opts $_berth_alloc_opts"
+        --keep-going --no-step-output --format $_berth_machine_opts $_berth_alloc_opts"
       ;;
-    report) echo "-h --help --html --format" ;;
+    report) echo "-h --help --html --store --format" ;;
+    log) echo "-h --help --store --cache" ;;
     methods) echo "-h --help --store" ;;
     store)
       case $2 in
         get) echo "-h --help --store -o --out" ;;
         put | verify | cat) echo "-h --help --store" ;;
+        gc) echo "-h --help --store --keep-runs --pipeline --grace --dry-run" ;;
         *) echo "-h --help" ;;
       esac
       ;;
@@ -49,7 +51,7 @@ _berth_launch_app_opts='-n --np --cpu-set --wdir --set-env --add-env --unset-env
 _berth_arity() {
   case $2 in
     -h | --help | --keep-fqdn | --run | --auto | --dry-run | --fail-fast | --keep-going | \
-      --report-bindings | --oversubscribe | --worker)
+      --report-bindings | --oversubscribe | --worker | --no-step-output)
       echo 0
       ;;
     --prepend-env | --append-env) echo 2 ;;
@@ -130,7 +132,7 @@ _berth() {
     if [[ $cur == -* ]]; then
       _berth_words "-h --help --version" "$cur"
     else
-      _berth_words "alloc machine place run report methods store launch" "$cur"
+      _berth_words "alloc machine place run report log methods store launch" "$cur"
     fi
     return 0
   fi
@@ -148,7 +150,7 @@ _berth() {
       if [[ $cur == -* ]]; then
         _berth_words "$(_berth_options store)" "$cur"
       else
-        _berth_words "put get verify cat" "$cur"
+        _berth_words "put get verify cat gc" "$cur"
       fi
       return 0
     fi

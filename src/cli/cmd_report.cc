@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "cli/last_run.h"
 #include "cli/store_url.h"
 #include "pipeline/methods.h"
 #include "pipeline/report.h"
@@ -19,62 +20,103 @@
 namespace berth::cli {
 namespace {
 
-using pipeline::berth_dir_for;
-
-Result<nlohmann::json> last_run(const std::string& pipeline) {
-  std::string path = berth_dir_for(pipeline) + "/last-run.json";
-  BERTH_TRY(std::string text, files::read_file(path));
-  if (str::json_deeper_than(text, pipeline::kMaxReportDepth)) {
-    return fail(Errc::kInvalidInput, fmt::format("{}: not a run report (nested more than {} "
-                                                 "levels deep)",
-                                                 path, pipeline::kMaxReportDepth));
-  }
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) return fail(Errc::kInvalidInput, path + ": not a run report");
-  return j;
-}
-
 struct ReportFlags {
   std::string pipeline = "pipeline.toml";
   std::string html;
   std::string format = "text";
+  std::string store;
 };
 
-int run_report(const ReportFlags& f) {
-  auto j = last_run(f.pipeline);
-  if (!j.ok()) return report(j.error().with_context("berth report"));
-  if (!f.html.empty()) {
-    pipeline::RunReport r;
-    r.pipeline = j->value("pipeline", "");
-    r.elapsed_s = j->value("elapsed_s", 0.0);
-    for (const auto& s : (*j)["steps"]) {
-      pipeline::StepRecord rec;
-      rec.name = s.value("name", "");
-      std::string st = s.value("state", "");
-      for (auto k : {pipeline::StepState::kCached, pipeline::StepState::kExecuted,
-                     pipeline::StepState::kFailed, pipeline::StepState::kSkipped,
-                     pipeline::StepState::kRefused, pipeline::StepState::kCancelled}) {
-        if (st == pipeline::step_state_name(k)) rec.state = k;
-      }
-      rec.node = s.value("node", "");
-      rec.cores = s.value("cores", "");
-      rec.start_s = s.value("start_s", 0.0);
-      rec.end_s = s.value("end_s", 0.0);
-      rec.reason = s.value("reason", "");
-      rec.computed_by = s.value("computed_by", "");
-      r.steps.push_back(rec);
+// The steps of a report, as the page draws them.
+pipeline::RunReport report_of(const nlohmann::json& j) {
+  pipeline::RunReport r;
+  r.pipeline = j.value("pipeline", "");
+  r.started = j.value("started", "");
+  r.elapsed_s = j.value("elapsed_s", 0.0);
+  if (!j.contains("steps") || !j["steps"].is_array()) return r;
+  for (const auto& s : j["steps"]) {
+    if (!s.is_object()) continue;
+    pipeline::StepRecord rec;
+    rec.name = s.value("name", "");
+    std::string st = s.value("state", "");
+    for (auto k : {pipeline::StepState::kCached, pipeline::StepState::kExecuted,
+                   pipeline::StepState::kFailed, pipeline::StepState::kSkipped,
+                   pipeline::StepState::kRefused, pipeline::StepState::kCancelled}) {
+      if (st == pipeline::step_state_name(k)) rec.state = k;
     }
-    auto w = files::write_file_atomic(f.html, pipeline::report_html(r));
+    rec.node = s.value("node", "");
+    rec.cores = s.value("cores", "");
+    rec.start_s = s.value("start_s", 0.0);
+    rec.end_s = s.value("end_s", 0.0);
+    rec.reason = s.value("reason", "");
+    rec.computed_by = s.value("computed_by", "");
+    rec.log = s.value("log", "");
+    rec.log_tail = s.value("log_tail", "");
+    rec.attempts = s.value("attempts", 0);
+    rec.timed_out = s.value("timed_out", false);
+    r.steps.push_back(rec);
+  }
+  return r;
+}
+
+// The end of every step's log that the page can hold, read from the run's store: each
+// at most kHtmlLogBytes, all together at most kHtmlLogsBytes; a log that cannot be read
+// is left out (the page then names `berth log` for it).
+std::map<std::string, pipeline::EmbeddedLog> logs_of(const pipeline::RunReport& r,
+                                                     store::ObjectStore* store) {
+  std::map<std::string, pipeline::EmbeddedLog> out;
+  if (store == nullptr) return out;
+  size_t budget = pipeline::kHtmlLogsBytes;
+  for (const auto& s : r.steps) {
+    if (s.log.empty() || budget == 0) continue;
+    auto got = store->get_object(s.log);
+    if (!got.ok() || !got->present()) continue;
+    pipeline::EmbeddedLog log;
+    log.size = got->bytes.size();
+    size_t keep = std::min({got->bytes.size(), pipeline::kHtmlLogBytes, budget});
+    log.text = got->bytes.substr(got->bytes.size() - keep);
+    budget -= keep;
+    out.emplace(s.name, std::move(log));
+  }
+  return out;
+}
+
+int run_report(const ReportFlags& f) {
+  std::string path = last_run_path(f.pipeline);
+  auto j = read_last_run(path);
+  if (!j.ok()) return report(j.error().with_context("berth report"));
+  pipeline::RunReport r = report_of(*j);
+  if (!f.html.empty()) {
+    // The page links every step to its log, embedding what it can: a store that cannot
+    // be opened costs the embedded logs, not the page.
+    auto store = open_run_store(f.store, *j, f.pipeline);
+    if (!store.ok()) {
+      std::fprintf(stderr, "berth: the page embeds no log: %s\n",
+                   store.error().message().c_str());
+    }
+    auto logs = logs_of(r, store.ok() ? store->get() : nullptr);
+    auto w = files::write_file_atomic(f.html, pipeline::report_html(r, logs));
     if (!w.ok()) return report(w.error());
   }
-  std::string out = f.format == "json"
-                        ? j->dump(2) + "\n"
-                        : fmt::format(
-                              "{}: {} executed, {} cached, {} failed, {} "
-                              "skipped, {} refused, {:.2f} s\n",
-                              j->value("pipeline", ""), j->value("executed", 0),
-                              j->value("cached", 0), j->value("failed", 0), j->value("skipped", 0),
-                              j->value("refused", 0), j->value("elapsed_s", 0.0));
+  if (f.format == "json") {
+    std::string out = j->dump(2) + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return kExitOk;
+  }
+  std::string out =
+      fmt::format("{}: {} executed, {} cached, {} failed, {} skipped, {} refused, {:.2f} s\n",
+                  j->value("pipeline", ""), j->value("executed", 0), j->value("cached", 0),
+                  j->value("failed", 0), j->value("skipped", 0), j->value("refused", 0),
+                  j->value("elapsed_s", 0.0));
+  // Each step that ran and did not succeed: why, its last lines, where the rest is.
+  for (const auto& s : r.steps) {
+    if (s.state != pipeline::StepState::kFailed && s.state != pipeline::StepState::kCancelled) {
+      continue;
+    }
+    out += fmt::format("{:<9} {}: {}\n", pipeline::step_state_name(s.state), s.name, s.reason);
+    for (auto line : str::split(s.log_tail, '\n')) out += fmt::format("  | {}\n", line);
+    if (!s.log.empty()) out += fmt::format("  (its whole output: {})\n", log_command(f.pipeline, s.name));
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }
@@ -85,9 +127,10 @@ struct MethodsFlags {
 };
 
 int run_methods(const MethodsFlags& f) {
-  auto j = last_run(f.pipeline);
+  auto j = read_last_run(last_run_path(f.pipeline));
   if (!j.ok()) return report(j.error().with_context("berth methods"));
-  std::string url = f.store.empty() ? "file://" + berth_dir_for(f.pipeline) + "/store" : f.store;
+  std::string url =
+      f.store.empty() ? "file://" + pipeline::berth_dir_for(f.pipeline) + "/store" : f.store;
   auto store = open_store_url(url);
   if (!store.ok()) return report(store.error());
   std::vector<std::string> rows;
@@ -102,14 +145,15 @@ int run_methods(const MethodsFlags& f) {
   return kExitOk;
 }
 
-// --- berth store: inspect the store by hand.
-
 }  // namespace
 
 std::function<int()> setup_report(CLI::App& app) {
   auto f = std::make_shared<ReportFlags>();
   app.add_option("pipeline", f->pipeline, "The pipeline file")->capture_default_str();
-  app.add_option("--html", f->html, "Write an HTML report with a timeline to FILE");
+  app.add_option("--html", f->html,
+                 "Write an HTML report with a timeline, and each step's log, to FILE");
+  app.add_option("--store", f->store,
+                 "Store URL the logs are read from (default: the one the run used)");
   app.add_option("--format", f->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "cli/exit.h"
+#include "cli/last_run.h"
 #include "cli/version.h"
 #include "pipeline/session.h"
 #include "util/strings.h"
@@ -77,12 +78,14 @@ struct RunFlags {
   AllocFlags alloc;
   MachineFlags machine;
   std::string pipeline;
+  std::vector<std::string> targets;
   std::string store;
   std::string results;
   std::string cache;
   bool dry_run = false;
   bool fail_fast = false;
   bool keep_going = false;
+  bool no_step_output = false;
   std::string format = "text";
   // --worker [NAME]: absent, or the name given ("" = generate one).
   std::optional<std::string> worker;
@@ -151,8 +154,10 @@ void print_outcome(const pipeline::RunOutcome& out, const RunFlags& f) {
     if (f.dry_run || s.state == pipeline::StepState::kFailed ||
         s.state == pipeline::StepState::kRefused || s.state == pipeline::StepState::kSkipped) {
       bool would = f.dry_run && s.reason.rfind("would run", 0) == 0;
-      std::printf("%-9s %s%s%s\n", would ? "would-run" : pipeline::step_state_name(s.state),
-                  s.name.c_str(), s.reason.empty() ? "" : ": ", s.reason.c_str());
+      // A failure says where its whole output is kept.
+      std::string hint = s.log.empty() ? "" : "; its output: " + log_command(f.pipeline, s.name);
+      std::printf("%-9s %s%s%s%s\n", would ? "would-run" : pipeline::step_state_name(s.state),
+                  s.name.c_str(), s.reason.empty() ? "" : ": ", s.reason.c_str(), hint.c_str());
     }
   }
   for (const auto& p : rep.problems) std::printf("problem: %s\n", p.c_str());
@@ -162,10 +167,12 @@ void print_outcome(const pipeline::RunOutcome& out, const RunFlags& f) {
   }
   if (f.worker) {
     std::printf(
-        "worker %s: %d lease(s) acquired, %d deferral(s), %d re-arm(s), %d released, "
-        "%d lock-free\n",
-        out.worker.c_str(), rep.leases.acquired, rep.leases.held, rep.leases.rearms,
-        rep.leases.released, rep.leases.lock_free);
+        "worker %s: %d lease(s) acquired, %d extended, %d deferral(s), %d re-arm(s), "
+        "%d released, %d lock-free%s\n",
+        out.worker.c_str(), rep.leases.acquired, rep.leases.extended, rep.leases.held,
+        rep.leases.rearms, rep.leases.released, rep.leases.lock_free,
+        rep.leases.lost ? fmt::format(", {} lost to another worker", rep.leases.lost).c_str()
+                        : "");
   }
   std::printf("%s\n", summary_line(rep).c_str());
 }
@@ -182,6 +189,7 @@ int run_pipeline(const RunFlags& f) {
   // 2. The session: the pipeline, the pool, the cache, the store (pipeline/session.h).
   pipeline::SessionOptions o;
   o.pipeline = f.pipeline;
+  o.targets = f.targets;
   o.store = f.store;
   o.results = f.results;
   o.cache = f.cache;
@@ -203,8 +211,9 @@ int run_pipeline(const RunFlags& f) {
     std::fprintf(stderr, "berth: %.*s\n", static_cast<int>(m.size()), m.data());
   };
   if (tty) sinks.progress = progress_line();
-  // Each step's output reaches the user once, every line prefixed with its name.
-  sinks.step_output = [tty](const std::string& step, std::string_view text) {
+  // Each step's output reaches the user once, every line prefixed with its name, unless
+  // told not to: it is kept either way (berth log).
+  if (!f.no_step_output) sinks.step_output = [tty](const std::string& step, std::string_view text) {
     std::string prefixed = tty ? "\r\033[K" : "";
     for (auto line : str::split(text, '\n')) {
       if (!line.empty()) prefixed += fmt::format("[{}] {}\n", step, line);
@@ -234,6 +243,9 @@ int run_pipeline(const RunFlags& f) {
 std::function<int()> setup_run(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
   app.add_option("pipeline", f->pipeline, "The pipeline file")->required();
+  app.add_option("targets", f->targets,
+                 "Steps to run, with everything they need: names or shell-style patterns "
+                 "('count-*') of expanded steps (default: every step)");
   app.add_option("--store", f->store, "Store URL (default file://<dir>/.berth/store)");
   app.add_option("--results", f->results, "Results directory (default <dir>/results)");
   app.add_option("--cache", f->cache,
@@ -252,6 +264,8 @@ std::function<int()> setup_run(CLI::App& app) {
   app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
   app.add_flag("--fail-fast", f->fail_fast, "Stop starting steps after the first failure");
   app.add_flag("--keep-going", f->keep_going, "Run every independent step (the default)");
+  app.add_flag("--no-step-output", f->no_step_output,
+               "Do not print steps' output on stderr (it is kept: berth log STEP)");
   app.add_option("--format", f->format, "Output: text or the JSON run report")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -1,4 +1,5 @@
-// berth store: the store inspected by hand (spec 05): put, get, verify, cat.
+// berth store: the store inspected by hand (spec 05): put, get, verify, cat; and
+// collected (gc, spec 05 §10).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -9,6 +10,8 @@
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "cli/store_url.h"
+#include "pipeline/collect.h"
+#include "pipeline/worker.h"
 #include "store/object_store.h"
 
 namespace berth::cli {
@@ -18,11 +21,64 @@ struct StoreFlags {
   std::string url = "file://.berth/store";
   std::vector<std::string> args;
   std::string out;
+  // gc
+  size_t keep_runs = 5;
+  std::vector<std::string> pipelines;
+  std::string grace = "7d";
+  bool dry_run = false;
 };
+
+std::string bytes_text(uint64_t n) {
+  if (n < 1024) return fmt::format("{} B", n);
+  if (n < (1u << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(n) / 1024);
+  if (n < (1u << 30)) return fmt::format("{:.1f} MiB", static_cast<double>(n) / (1 << 20));
+  return fmt::format("{:.1f} GiB", static_cast<double>(n) / (1 << 30));
+}
+
+// berth store gc (spec 05 §10): what nothing kept reaches, older than the grace period.
+int run_gc(store::ObjectStore& store, const StoreFlags& f) {
+  if (!f.args.empty()) {
+    return report(Error(Errc::kInvalidInput, "berth store gc takes no arguments: give --store"));
+  }
+  pipeline::CollectOptions o;
+  o.keep_runs = f.keep_runs;
+  o.pipelines = f.pipelines;
+  o.dry_run = f.dry_run;
+  if (f.grace == "0") {
+    o.grace = std::chrono::milliseconds(0);
+  } else {
+    auto g = pipeline::parse_duration(f.grace, "--grace");
+    if (!g.ok()) return report(g.error());
+    o.grace = *g;
+  }
+  if (o.grace < 2 * store::kRefreshAfter) {
+    std::fprintf(stderr,
+                 "berth: warning: a grace period under %s is safe only while no run or worker "
+                 "uses the store: a use refreshes an entry at most every %s (spec 05 §10)\n",
+                 pipeline::duration_text(2 * store::kRefreshAfter).c_str(),
+                 pipeline::duration_text(store::kRefreshAfter).c_str());
+  }
+  auto r = pipeline::collect_store(store, o);
+  if (!r.ok()) return report(r.error());
+  for (const auto& p : r->problems) std::fprintf(stderr, "berth: %s\n", p.c_str());
+  const char* verb = f.dry_run ? "would delete" : "deleted";
+  if (f.dry_run) {
+    for (const auto& d : r->deleted) {
+      std::printf("%-9s %s  %s\n", d.kind.c_str(), d.name.c_str(), bytes_text(d.bytes).c_str());
+    }
+  }
+  std::printf("kept %zu of %zu run(s) and what they reach; %s %zu run(s), %zu step row(s), "
+              "%zu lease row(s), %zu object(s), %zu debris: %s\n",
+              r->runs_kept, r->runs, verb, r->count("run"), r->count("step row"),
+              r->count("lease row"), r->count("object"), r->count("debris"),
+              bytes_text(r->bytes()).c_str());
+  return kExitOk;
+}
 
 int run_store(const std::string& verb, const StoreFlags& f) {
   auto store = open_store_url(f.url);
   if (!store.ok()) return report(store.error().with_context("--store"));
+  if (verb == "gc") return run_gc(**store, f);
   if (f.args.empty() && verb != "verify") {
     return report(
         Error(Errc::kInvalidInput, fmt::format("berth store {}: name what to {}", verb, verb)));
@@ -85,11 +141,25 @@ std::function<int()> setup_store(CLI::App& app) {
   auto f = std::make_shared<StoreFlags>();
   app.require_subcommand(1);
   auto chosen = std::make_shared<std::string>();
-  for (const char* verb : {"put", "get", "verify", "cat"}) {
+  for (const char* verb : {"put", "get", "verify", "cat", "gc"}) {
     CLI::App* sub = app.add_subcommand(verb, std::string("store ") + verb);
     sub->add_option("--store", f->url, "Store URL")->capture_default_str();
-    sub->add_option("args", f->args, "Files (put), object names (get, verify), a row (cat)");
-    if (std::string(verb) == "get") sub->add_option("-o,--out", f->out, "Write to FILE");
+    std::string v = verb;
+    if (v == "gc") {
+      sub->add_option("--keep-runs", f->keep_runs,
+                      "Keep what the last N runs reach (and the last N of each --pipeline)")
+          ->capture_default_str()
+          ->check(CLI::Range(size_t{0}, size_t{1} << 30));
+      sub->add_option("--pipeline", f->pipelines,
+                      "Also keep what the last --keep-runs runs of pipeline NAME reach");
+      sub->add_option("--grace", f->grace,
+                      "Delete only what was not written or used for this long (0: no grace)")
+          ->capture_default_str();
+      sub->add_flag("--dry-run", f->dry_run, "Say what would be deleted, and how many bytes");
+    } else {
+      sub->add_option("args", f->args, "Files (put), object names (get, verify), a row (cat)");
+    }
+    if (v == "get") sub->add_option("-o,--out", f->out, "Write to FILE");
     sub->callback([chosen, verb] { *chosen = verb; });
   }
   return [f, chosen] { return run_store(*chosen, *f); };

@@ -21,8 +21,9 @@ const berth::cli::Command kCommands[] = {
     {"run", "Run a pipeline: every result in the store, reruns only what changed",
      berth::cli::setup_run},
     {"report", "The last run's report (--html: with a timeline)", berth::cli::setup_report},
+    {"log", "A step's output, kept by the run that ran it", berth::cli::setup_log},
     {"methods", "A methods paragraph for the last run's outputs", berth::cli::setup_methods},
-    {"store", "Inspect the store: put, get, verify, cat", berth::cli::setup_store},
+    {"store", "Inspect the store: put, get, verify, cat; collect it: gc", berth::cli::setup_store},
     {"launch", "Run ranks of one or more apps on this node: bound, supervised, forwarded",
      berth::cli::setup_launch, /*takes_command=*/true},
 };

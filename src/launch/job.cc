@@ -146,6 +146,7 @@ class Supervisor {
   std::optional<SteadyClock::time_point> deadline_;
   std::optional<SteadyClock::time_point> drain_until_;
   int exit_code_ = 0;
+  bool timed_out_ = false;
   std::vector<std::string> messages_;
   bool stdin_open_ = false;
   std::shared_ptr<WireEvents> wire_events_;
@@ -655,6 +656,7 @@ void Supervisor::loop() {
     }
     reap();
     if (deadline_ && !aborting_ && SteadyClock::now() >= *deadline_) {
+      timed_out_ = true;
       begin_abort(124, fmt::format("the job timed out after {} ms", spec_.timeout->count()));
     }
     if (aborting_) escalate();
@@ -698,6 +700,7 @@ Result<JobOutcome> Supervisor::run() {
 
   JobOutcome outcome;
   outcome.exit_code = exit_code_;
+  outcome.timed_out = timed_out_ && exit_code_ == 124;
   for (Rank& r : ranks_) outcome.ranks.push_back(r.outcome);
   outcome.messages = messages_;
   return outcome;

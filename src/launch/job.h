@@ -95,6 +95,9 @@ struct RankOutcome {
 
 struct JobOutcome {
   int exit_code = 0;
+  // The job ran past JobSpec::timeout and was ended for it (exit_code 124): a rank's
+  // own exit status 124 leaves this false.
+  bool timed_out = false;
   std::vector<RankOutcome> ranks;
   // One line per failure worth reporting, the first failure first.
   std::vector<std::string> messages;

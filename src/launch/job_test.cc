@@ -134,6 +134,17 @@ TEST(Job, TimeoutEndsTheJobWith124) {
   auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 124);
+  EXPECT_TRUE(r->timed_out);
+}
+
+TEST(Job, ARankExiting124IsNotATimeout) {
+  Captured c;
+  JobSpec s = job({"/bin/sh", "-c", "exit 124"}, 1);
+  s.timeout = std::chrono::seconds(30);
+  auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 124);
+  EXPECT_FALSE(r->timed_out);
 }
 
 TEST(Job, SpawnFailureIsRenderedAndExits127) {

@@ -121,6 +121,17 @@ class Executor {
   void skip_dependents(size_t i, const std::string& why);
   void set_state(size_t i, StepState st);
   void rearm();
+  // Step i failed with attempts left (its `retries`): it starts again after a backoff,
+  // still keyed and still holding its lease. False when it has none left.
+  bool retry_later(StepResult& d);
+  // Retries whose backoff is over go back to the queue; with the run stopping, each
+  // ends as its last attempt did.
+  void requeue_retries();
+  // Worker mode: extends the claim of every step still running (or waiting to retry)
+  // whose renewal is due, half a lease after the last (spec 06 §4).
+  void renew_leases();
+  void claimed(size_t i, unsigned generation);
+  void unclaimed(size_t i);
   void notify();
   // Wakes run() from a runner's thread.
   void wake();
@@ -160,8 +171,18 @@ class Executor {
   std::map<Shape, std::deque<size_t>> queued_;   // keyed, not cached: waiting for a grant
   size_t queued_count_ = 0;
   std::vector<size_t> deferred_;  // claimed by another worker
+  std::vector<int> attempts_;     // times each step was started
+  // Steps waiting to start again after a failed attempt: when, and the attempt's record.
+  struct Retry {
+    SteadyTime at;
+    size_t step;
+    StepRecord last;
+  };
+  std::vector<Retry> retrying_;
   std::vector<std::string> keys_;
   std::vector<std::optional<unsigned>> claims_;  // lease generation this worker holds
+  std::map<size_t, SteadyTime> renewals_;        // when each held claim is next extended
+  size_t twins_waiting_ = 0;                     // steps waiting for an equal key's result
   std::vector<char> running_flag_;
   // Equal keys: the step computing each key in this run, and the steps waiting on it.
   std::unordered_map<std::string, size_t> primaries_;
@@ -326,8 +347,12 @@ void Executor::notify() {
   p.skipped = counts_[StepState::kSkipped];
   p.elapsed_s = now_s();
   if (p.executed > 0) {
+    // Only steps that will run here count: not those done, and not those that will be
+    // cached without running — waiting for an equal key computed in this run, or
+    // claimed by another worker that will publish them.
     double mean = executed_seconds_ / p.executed;
-    double left = static_cast<double>(p.total - p.done);
+    size_t not_run = p.done + twins_waiting_ + deferred_.size();
+    double left = static_cast<double>(p.total > not_run ? p.total - not_run : 0);
     p.eta_s = mean * left / static_cast<double>(std::max<size_t>(1, max_running_));
   }
   o_.progress(p);
@@ -395,6 +420,7 @@ void Executor::prepare(size_t i) {
   if (primary != primaries_.end() && primary->second != i) {
     const std::string& first = g_.steps[primary->second].name;
     twins_[primary->second].push_back(i);
+    if (!o_.dry_run) ++twins_waiting_;
     if (o_.dry_run) {
       set_state(i, StepState::kSkipped);
       rec.reason = fmt::format("would run: the same key as '{}', computed once", first);
@@ -433,7 +459,7 @@ bool Executor::claim(size_t i) {
       return false;
     case Leases::Outcome::kAcquired:
       ++report_.leases.acquired;
-      claims_[i] = c->generation;
+      claimed(i, c->generation);
       return true;
     case Leases::Outcome::kLockFree:
       ++report_.leases.lock_free;
@@ -509,6 +535,7 @@ void Executor::start(size_t i, place::Grant grant) {
   rec.node = p.nodes.empty() ? o_.host : str::join(p.nodes, ",");
   rec.cores = idset::encode_ids(p.cores.empty() ? std::vector<int>{} : p.cores[0]);
   rec.start_s = now_s();
+  rec.attempts = ++attempts_[i];
   StepTask t;
   t.step = i;
   t.spec = &g_.steps[i];
@@ -557,6 +584,7 @@ void Executor::finish_twins(size_t i, StepState st) {
   if (t == twins_.end()) return;
   std::vector<size_t> waiting = std::move(t->second);
   twins_.erase(t);
+  twins_waiting_ -= std::min(twins_waiting_, waiting.size());
   const StepRecord& first = report_.steps[i];
   for (size_t j : waiting) {
     if (report_.steps[j].state != StepState::kPending) continue;
@@ -574,6 +602,7 @@ void Executor::finish_twins(size_t i, StepState st) {
     r.node = first.node;
     r.cores = first.cores;
     r.computed_by = first.computed_by;
+    r.log = first.log;
     r.state = StepState::kCached;
     r.reason = fmt::format("cached: the same key as '{}', computed once in this run", first.name);
     std::vector<std::string> problems;
@@ -589,6 +618,85 @@ void Executor::finish_twins(size_t i, StepState st) {
       if (!seen.whole) settleable_ = false;
     }
     finish_step(j, std::move(r));
+  }
+}
+
+bool Executor::retry_later(StepResult& d) {
+  size_t i = d.step;
+  const Step& s = g_.steps[i];
+  if (d.record.state != StepState::kFailed || attempts_[i] > s.retries || cancelled_ ||
+      stop_new_) {
+    return false;
+  }
+  // 1 s, 2 s, 4 s, ... up to retry_max: a step that fails for something outside it (a
+  // busy file system, a licence server) gets time for that to pass.
+  auto delay = o_.retry_min;
+  for (int k = 1; k < attempts_[i] && delay < o_.retry_max; ++k) delay *= 2;
+  delay = std::min(delay, o_.retry_max);
+  retrying_.push_back({clock_.steady() + delay, i, std::move(d.record)});
+  return true;
+}
+
+void Executor::requeue_retries() {
+  auto now = clock_.steady();
+  for (size_t k = 0; k < retrying_.size();) {
+    Retry& r = retrying_[k];
+    if (!cancelled_ && !stop_new_ && r.at > now) {
+      ++k;
+      continue;
+    }
+    size_t i = r.step;
+    if (cancelled_ || stop_new_) {
+      // No more attempts: it ends as its last one did.
+      StepRecord last = std::move(r.last);
+      retrying_.erase(retrying_.begin() + static_cast<std::ptrdiff_t>(k));
+      if (claims_[i] && o_.leases && o_.leases->release(keys_[i], *claims_[i]).ok()) {
+        ++report_.leases.released;
+      }
+      unclaimed(i);
+      finish_step(i, std::move(last));
+      continue;
+    }
+    retrying_.erase(retrying_.begin() + static_cast<std::ptrdiff_t>(k));
+    queued_[shape_of(g_.steps[i])].push_back(i);
+    ++queued_count_;
+  }
+}
+
+void Executor::claimed(size_t i, unsigned generation) {
+  claims_[i] = generation;
+  renewals_[i] = clock_.steady() + o_.leases->duration() / 2;
+}
+
+void Executor::unclaimed(size_t i) {
+  claims_[i].reset();
+  renewals_.erase(i);
+}
+
+void Executor::renew_leases() {
+  if (!o_.leases) return;
+  auto now = clock_.steady();
+  std::vector<size_t> due;
+  for (const auto& [i, at] : renewals_) {
+    if (at <= now) due.push_back(i);
+  }
+  for (size_t i : due) {
+    auto c = o_.leases->extend(keys_[i]);
+    if (!c.ok()) {
+      // The store is down for now: try again in a quarter lease, well inside the half
+      // left before the deadline.
+      renewals_[i] = now + o_.leases->duration() / 4;
+      continue;
+    }
+    if (c->outcome == Leases::Outcome::kAcquired) {
+      ++report_.leases.extended;
+      claimed(i, c->generation);
+      continue;
+    }
+    // Ours expired and another worker took the key (held), or no generation is left
+    // (lock-free): the step runs on without a claim; a duplicate costs only the work.
+    if (c->outcome == Leases::Outcome::kHeld) ++report_.leases.lost;
+    unclaimed(i);
   }
 }
 
@@ -661,6 +769,7 @@ Result<RunReport> Executor::run() {
   dependents_.assign(n, {});
   keys_.assign(n, "");
   claims_.assign(n, std::nullopt);
+  attempts_.assign(n, 0);
   running_flag_.assign(n, 0);
   released_early_.assign(n, 0);
   input_stamps_.assign(n, {});
@@ -703,6 +812,8 @@ Result<RunReport> Executor::run() {
       backoff = deferred_.size() < deferred_before_rearm ? o_.backoff_min
                                                          : std::min(o_.backoff_max, backoff * 2);
     }
+    requeue_retries();
+    renew_leases();
     grant_queued();
     if (o_.index && clock_.steady() - last_commit > std::chrono::seconds(1)) {
       (void)o_.index->commit();
@@ -723,15 +834,18 @@ Result<RunReport> Executor::run() {
       queued_count_ = 0;
       continue;
     }
-    bool idle = running_ == 0 && ready_.empty();
+    bool idle = running_ == 0 && ready_.empty() && retrying_.empty();
     if (idle && (deferred_.empty() || cancelled_ || stop_new_)) break;
     if (!deferred_.empty() && next_rearm == SteadyTime::max()) {
       next_rearm = clock_.steady() + backoff;
     }
+    // Wake for the next re-arm or the next retry, whichever comes first.
+    SteadyTime wake_at = next_rearm;
+    for (const Retry& r : retrying_) wake_at = std::min(wake_at, r.at);
+    for (const auto& [i, at] : renewals_) wake_at = std::min(wake_at, at);
     int timeout_ms = -1;
-    if (next_rearm != SteadyTime::max()) {
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(next_rearm - clock_.steady());
+    if (wake_at != SteadyTime::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock_.steady());
       timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
     }
     // Wait for a step to end, the run to be cancelled, or the next re-arm. This thread
@@ -781,11 +895,19 @@ Result<RunReport> Executor::run() {
       for (auto& dv : d.divergences) report_.divergences.push_back(dv);
       for (auto& p : d.problems) report_.problems.push_back(p);
       bool ok = d.record.state == StepState::kExecuted;
+      if (!ok && retry_later(d)) {
+        notify();
+        continue;
+      }
+      if (!ok && attempts_[d.step] > 1) {
+        d.record.reason += fmt::format(" (attempt {} of {})", attempts_[d.step],
+                                       g_.steps[d.step].retries + 1);
+      }
       if (!ok && claims_[d.step] && o_.leases) {
         // A failed or interrupted step hands its key back: another worker may do it.
         if (o_.leases->release(keys_[d.step], *claims_[d.step]).ok()) ++report_.leases.released;
       }
-      claims_[d.step].reset();
+      unclaimed(d.step);
       if (o_.record_settled && ok) {
         // An executed step is in a settled record as a rerun would report it: from
         // its row (ours only), its objects present and its results in place.

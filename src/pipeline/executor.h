@@ -74,6 +74,10 @@ struct RunOptions {
   Leases* leases = nullptr;
   std::chrono::milliseconds backoff_min{1000};
   std::chrono::milliseconds backoff_max{30000};
+  // A step with `retries` that failed starts again after retry_min, doubling per
+  // attempt up to retry_max (spec 04 §7 step 5).
+  std::chrono::milliseconds retry_min{1000};
+  std::chrono::milliseconds retry_max{60000};
   // The store every worker sees, for step-row reads and writes (TieredStore::shared());
   // null: `store` itself.
   store::ObjectStore* shared = nullptr;

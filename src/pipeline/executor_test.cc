@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -21,6 +22,7 @@
 #include "pipeline/lease.h"
 #include "pipeline/pipeline_file.h"
 #include "pipeline/step_cache.h"
+#include "pipeline/targets.h"
 #include "store/memory_store.h"
 #include "util/clock.h"
 #include "util/sha256.h"
@@ -35,20 +37,31 @@ struct Outcome {
   StepState state = StepState::kExecuted;
   std::string reason;
   bool hold = false;  // keep it running until release() or cancel()
+  bool timed_out = false;
+  double seconds = 0;  // how long it ran: its end_s is its start_s plus this
 };
 
 class FakeRunner final : public StepRunner {
  public:
   explicit FakeRunner(store::ObjectStore& store) : store_(store) {}
   std::map<std::string, Outcome> outcomes;
+  // Per step, the outcomes of its first attempts, in order; then `outcomes` decides.
+  std::map<std::string, std::deque<Outcome>> attempts;
   std::vector<std::string> started;  // in the order handed over
+  std::vector<int> attempt_numbers;  // StepTask::record.attempts, in the same order
   int max_running = 0;
   bool cancelled = false;
 
   void start(StepTask task, Events events) override {
     started.push_back(task.record.name);
-    Running r{std::move(task), std::move(events)};
+    attempt_numbers.push_back(task.record.attempts);
+    Running r{std::move(task), std::move(events), {}};
     Outcome o = outcomes[r.task.record.name];
+    if (auto& seq = attempts[r.task.record.name]; !seq.empty()) {
+      o = seq.front();
+      seq.pop_front();
+    }
+    r.outcome = o;
     running_.push_back(std::move(r));
     max_running = std::max(max_running, static_cast<int>(running_.size()));
     if (!o.hold) finish(running_.size() - 1, o);
@@ -62,7 +75,7 @@ class FakeRunner final : public StepRunner {
   void release(const std::string& name) {
     for (size_t k = 0; k < running_.size(); ++k) {
       if (running_[k].task.record.name != name) continue;
-      Outcome o = outcomes[name];
+      Outcome o = running_[k].outcome;
       o.hold = false;
       finish(k, o);
       return;
@@ -70,11 +83,18 @@ class FakeRunner final : public StepRunner {
     ADD_FAILURE() << name << " is not running";
   }
   size_t running() const { return running_.size(); }
+  std::string key_of(const std::string& name) const {
+    for (const auto& r : running_) {
+      if (r.task.record.name == name) return r.task.key;
+    }
+    return "";
+  }
 
  private:
   struct Running {
     StepTask task;
     Events events;
+    Outcome outcome;
   };
   void finish(size_t k, const Outcome& o) {
     Running r = std::move(running_[k]);
@@ -85,6 +105,8 @@ class FakeRunner final : public StepRunner {
     d.record = r.task.record;
     d.record.state = o.state;
     d.record.reason = o.reason;
+    d.record.timed_out = o.timed_out;
+    d.record.end_s = d.record.start_s + o.seconds;
     if (o.state == StepState::kExecuted) {
       // Its outputs, stored for real: dependents key on them, twins materialise them.
       std::string outs;
@@ -450,6 +472,152 @@ outputs = ["o"]
   EXPECT_EQ(r.leases.held, 1);
   EXPECT_EQ(r.leases.rearms, 1);
   EXPECT_EQ(waited_ms_, 1000) << "one backoff, on the fake clock";
+}
+
+// ---- Retries, time limits and targets ------------------------------------------------
+
+constexpr const char* kFlakyThenAfter = R"(
+[[step]]
+name = "flaky"
+run = "x"
+outputs = ["o"]
+retries = 2
+[[step]]
+name = "after"
+run = "y"
+inputs = { i = "@flaky/o" }
+outputs = ["o"]
+)";
+
+TEST_F(ExecutorTest, AFailedStepWithRetriesRunsAgainAfterABackoff) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.attempts["flaky"] = {{StepState::kFailed, "exited with status 1"},
+                               {StepState::kFailed, "exited with status 1"}};
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"flaky", "flaky", "flaky", "after"}));
+  EXPECT_EQ(runner_.attempt_numbers, (std::vector<int>{1, 2, 3, 1}));
+  EXPECT_EQ(step(r, "flaky").state, StepState::kExecuted);
+  EXPECT_EQ(step(r, "flaky").attempts, 3);
+  EXPECT_EQ(step(r, "after").state, StepState::kExecuted);
+  EXPECT_EQ(waited_ms_, 1000 + 2000) << "1 s, then 2 s, on the fake clock";
+  EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST_F(ExecutorTest, AStepOutOfRetriesFailsWithItsLastReason) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kFailed, "exited with status 7"};
+  o_.retry_min = std::chrono::milliseconds(500);
+  o_.retry_max = std::chrono::milliseconds(800);
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"flaky", "flaky", "flaky"}));
+  EXPECT_EQ(step(r, "flaky").state, StepState::kFailed);
+  EXPECT_EQ(step(r, "flaky").reason, "exited with status 7 (attempt 3 of 3)");
+  EXPECT_EQ(step(r, "after").state, StepState::kSkipped);
+  EXPECT_EQ(waited_ms_, 500 + 800) << "doubling, held to retry_max";
+  EXPECT_EQ(r.exit_code(), 1);
+}
+
+TEST_F(ExecutorTest, ATimedOutStepIsRetriedAndReportedTimedOutWhenItKeepsTimingOut) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kFailed, "timed out after 30m", false, true};
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started.size(), 3u);
+  EXPECT_EQ(step(r, "flaky").state, StepState::kFailed);
+  EXPECT_TRUE(step(r, "flaky").timed_out);
+  EXPECT_EQ(step(r, "flaky").reason, "timed out after 30m (attempt 3 of 3)");
+}
+
+TEST_F(ExecutorTest, ARefusedOrCancelledStepIsNotRetried) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kRefused, "the launcher cannot place it"};
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"flaky"}));
+  EXPECT_EQ(step(r, "flaky").state, StepState::kRefused);
+}
+
+TEST_F(ExecutorTest, ACancelDuringABackoffEndsTheStepAsItsLastAttempt) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kFailed, "exited with status 1"};
+  on_idle = [this] { ASSERT_EQ(::write(cancel_[1], "x", 1), 1); };
+  RunReport r = run(g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"flaky"}));
+  EXPECT_EQ(step(r, "flaky").state, StepState::kFailed);
+  EXPECT_EQ(step(r, "after").state, StepState::kSkipped);
+  EXPECT_EQ(waited_ms_, 0);
+}
+
+TEST_F(ExecutorTest, NeitherRetriesNorATimeLimitEntersTheKey) {
+  const char* plain = "[[step]]\nname = 's'\nrun = 'x'\noutputs = ['o']\n";
+  std::string limited = std::string(plain) + "retries = 3\ntimeout = '10m'\n";
+  o_.dry_run = true;
+  std::string a = step(run(graph(plain)), "s").key;
+  std::string b = step(run(graph(limited)), "s").key;
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(ExecutorTest, ATargetedGraphRunsItsTargetsAndWhatTheyNeedOnly) {
+  auto g = select_targets(graph(kChainAndOne), {"b"});
+  ASSERT_TRUE(g.ok());
+  RunReport r = run(*g);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(states(r), (std::map<std::string, std::string>{{"a", "executed"}, {"b", "executed"}}));
+}
+
+// ---- Lease extension and the ETA ---------------------------------------------------
+
+TEST_F(ExecutorTest, AStepLongerThanItsLeaseKeepsItsClaimByExtendingIt) {
+  Graph g = graph("[[step]]\nname = 'long'\nrun = 'x'\noutputs = ['o']\n");
+  Leases ours(store_, "w1", Leases::new_token(), clock_, std::chrono::seconds(10));
+  Leases other(store_, "w2", Leases::new_token(), clock_, std::chrono::seconds(10));
+  o_.leases = &ours;
+  o_.worker = "w1";
+  runner_.outcomes["long"].hold = true;
+  std::string key;
+  int held = 0;
+  on_idle = [&] {
+    if (key.empty()) key = runner_.key_of("long");
+    // Three leases long: another worker finds it held throughout, and the step ends.
+    if (waited_ms_ < 30'000) {
+      auto c = other.acquire(key);
+      ASSERT_TRUE(c.ok());
+      held += c->outcome == Leases::Outcome::kHeld;
+      return;
+    }
+    runner_.release("long");
+  };
+  RunReport r = run(g);
+  EXPECT_EQ(step(r, "long").state, StepState::kExecuted);
+  EXPECT_EQ(held, 6) << "asked at 0, 5, 10, ... 25 s: long past the first deadline";
+  EXPECT_EQ(r.leases.extended, 6) << "every half lease";
+  EXPECT_EQ(r.leases.lost, 0);
+}
+
+TEST_F(ExecutorTest, TheEtaCountsOutStepsThatWillBeCachedWithoutRunning) {
+  // z and x-1 run at once; x-2 has x-1's key and waits for it. When z ends after 10 s,
+  // one step is left to run (x-1, running): not two.
+  Graph g = graph(R"(
+[[step]]
+name = "z"
+run = "z"
+outputs = ["o"]
+[[step]]
+name = "x-{i}"
+foreach = { i = ["1", "2"] }
+run = "same"
+outputs = ["o"]
+)");
+  runner_.outcomes["z"] = {StepState::kExecuted, "", true, false, 10};
+  runner_.outcomes["x-1"] = {StepState::kExecuted, "", true, false, 20};
+  std::vector<Progress> seen;
+  o_.progress = [&](const Progress& p) { seen.push_back(p); };
+  int idle = 0;
+  on_idle = [&] { runner_.release(idle++ == 0 ? "z" : "x-1"); };
+  RunReport r = run(g);
+  EXPECT_EQ(step(r, "x-2").state, StepState::kCached);
+  auto first = std::find_if(seen.begin(), seen.end(), [](const Progress& p) { return p.executed == 1; });
+  ASSERT_NE(first, seen.end());
+  EXPECT_DOUBLE_EQ(first->eta_s, 10.0 * 1 / 2) << "mean 10 s, one step left, two at once";
 }
 
 }  // namespace

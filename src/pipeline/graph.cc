@@ -99,6 +99,8 @@ Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s,
   st.nodes = s.nodes;
   st.memory_cap_mb = s.memory_cap_mb;
   st.mpi = s.mpi;
+  st.retries = s.retries;
+  st.timeout = s.timeout;
 
   // Input paths may use foreach keys and params; never resources or other paths.
   Scope paths = names;

@@ -58,6 +58,8 @@ struct Step {
   std::optional<int> nodes;
   std::optional<int64_t> memory_cap_mb;
   wireup::Mode mpi = wireup::Mode::kAuto;
+  int retries = 0;                                  // neither enters the key
+  std::optional<std::chrono::milliseconds> timeout;
   std::vector<size_t> deps;  // steps whose outputs this one reads; sorted, distinct
 };
 

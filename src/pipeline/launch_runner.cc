@@ -11,6 +11,7 @@
 #include "pipeline/canonical.h"
 #include "pipeline/canonicaliser.h"
 #include "pipeline/command.h"
+#include "pipeline/worker.h"
 #include "place/render.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -122,6 +123,9 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   // end_s is when the step's processes ended (or it failed before they started): its
   // cores are given to the next step then, so a later end would overlap that step on
   // the same cores in the report's timeline. Publishing is berth's time, not the step's.
+  // Its output, stdout and stderr together, as the job forwards it.
+  std::string log;
+  std::mutex log_mu;
   bool ended = false;
   auto end_now = [&] {
     if (ended) return;
@@ -132,6 +136,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     r.state = StepState::kFailed;
     r.reason = std::move(why);
     r.exit_code = code;
+    if (!log.empty()) r.log_tail = log_tail(log);
     end_now();
     cleanup();
     return d;
@@ -231,9 +236,11 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   job.stdin_mode = launch::StdinMode::kNone;
   job.own_signals = false;
   job.cancel_fd = o_.cancel_fd;
+  // Past its time limit the step's every process group gets SIGCONT, SIGTERM and, after
+  // the grace period, SIGKILL; then every group once more with SIGKILL (job.h), so that
+  // nothing it started outlives it.
+  job.timeout = s.timeout;
   job.output = launch::OutputMode::kPlain;
-  std::string log;
-  std::mutex log_mu;
   launch::OutputSinks sinks;
   sinks.out = [&](std::string_view line) {
     std::lock_guard<std::mutex> lock(log_mu);
@@ -246,13 +253,31 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   end_now();
   events.exited();
   if (!outcome.ok()) return failed(outcome.error().message());
+  // Its output is kept, whatever became of the step: an object named in its record and
+  // its row, which `berth log` prints (spec 04 §7.3). Losing it is a problem, not a
+  // failure.
+  if (auto name = cache_.objects().put_object(log); name.ok()) {
+    r.log = *name;
+  } else {
+    d.problems.push_back(fmt::format("step '{}': its output was not kept: {}", s.name,
+                                     name.error().message()));
+  }
   // Each step's output reaches its sink once, whole, after the step.
   if (!log.empty() && o_.output) o_.output(s.name, log);
+  if (outcome->timed_out) {
+    // Nothing of it is stored: its outputs may be half written.
+    r.timed_out = true;
+    return failed(fmt::format("timed out after {}: its processes were ended (SIGTERM, then "
+                              "SIGKILL); nothing of it is stored",
+                              duration_text(*s.timeout)),
+                  outcome->exit_code);
+  }
   if (outcome->exit_code != 0) {
     std::string why = outcome->messages.empty() ? "failed" : outcome->messages[0];
     if (outcome->exit_code == 130) {
       r.state = StepState::kCancelled;
       r.reason = "cancelled";
+      if (!log.empty()) r.log_tail = log_tail(log);
       cleanup();
       return d;
     }
@@ -299,6 +324,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   row["key"] = key;
   row["step"] = s.name;
   row["outputs"] = outputs;
+  if (!r.log.empty()) row["log"] = r.log;
   json prov;
   prov["command"] = describe_command(s);
   prov["inputs"] = std::move(prov_inputs);
@@ -320,7 +346,16 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   prov["elapsed_s"] = r.end_s - r.start_s;
   row["provenance"] = prov;
   std::string mine = row.dump();
-  auto put = cache_.rows().put_row(store::row_address(kStepsRow, key), mine);
+  const std::string address = store::row_address(kStepsRow, key);
+  auto put = cache_.rows().put_row(address, mine);
+  // A row another computation published is in use again: refreshed so that a
+  // collector spares it; one a collector took between the two calls is written again
+  // (spec 05 §10).
+  for (int again = 0; again < 2 && put.ok() && !put->created; ++again) {
+    auto there = cache_.rows().touch_row(address);
+    if (!there.ok() || *there) break;
+    put = cache_.rows().put_row(address, mine);
+  }
   if (!put.ok() && !announced) return failed(put.error().message());
   r.computed_by = computed_by(prov);
   if (!put.ok()) {
@@ -353,6 +388,15 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     cache_.index()->remember_step(key, put->created ? mine : put->existing);
   }
   d.row_ours = put.ok() && put->created;
+  if (d.row_ours) {
+    // Every object the row names is there now, or is stored again from the file still
+    // in staging: the one move a collector on a store without rename can race is the
+    // deletion of an object just refreshed (spec 05 §10).
+    for (const auto& [out, rec] : r.outputs) {
+      auto there = cache_.objects().has_object(rec.object);
+      if (there.ok() && !*there) (void)cache_.objects().put_object_file(paths.outputs[out]);
+    }
+  }
   auto m = cache_.materialize(r, &d.problems, o_.record_settled ? &d.results : nullptr);
   cleanup();
   if (!m.ok()) {

@@ -162,14 +162,42 @@ int64_t Leases::now_ms() const {
 
 Result<LeaseProbe> Leases::probe(std::string_view step_key) {
   LeaseProbe p;
+  // lo: the highest generation known occupied (-1: none); hi: the lowest known empty
+  // (kMaxGenerations: none). Gallop up from 0, then halve the gap: a key that extension
+  // took through 1000 generations costs about 20 reads, a free key one.
+  int64_t lo = -1;
+  int64_t hi = kMaxGenerations;
   std::optional<std::string> top_bytes;
-  unsigned g = 0;
-  for (; g < kMaxGenerations; ++g) {
-    BERTH_TRY(std::optional<std::string> row, shared_.get_row(lease_address(step_key, g)));
-    if (!row) break;
+  auto occupied = [&](int64_t g) -> Result<bool> {
+    BERTH_TRY(std::optional<std::string> row,
+              shared_.get_row(lease_address(step_key, static_cast<unsigned>(g))));
+    if (!row) return false;
     top_bytes = std::move(row);
+    return true;
+  };
+  for (int64_t g = 0;;) {
+    BERTH_TRY(bool hit, occupied(g));
+    if (!hit) {
+      hi = g;
+      break;
+    }
+    lo = g;
+    if (g == kMaxGenerations - 1) break;
+    g = std::min<int64_t>(2 * g + 1, kMaxGenerations - 1);
   }
-  p.next = g;
+  std::optional<std::string> lo_bytes = top_bytes;
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    BERTH_TRY(bool hit, occupied(mid));
+    if (hit) {
+      lo = mid;
+      lo_bytes = top_bytes;
+    } else {
+      hi = mid;
+    }
+  }
+  top_bytes = lo >= 0 ? std::move(lo_bytes) : std::nullopt;
+  p.next = static_cast<unsigned>(hi);
   if (top_bytes) {
     // An unparsable row still occupies its generation: probing went on past it above,
     // because stopping would read a newer format as an empty key (spec 06 §2).
@@ -180,12 +208,21 @@ Result<LeaseProbe> Leases::probe(std::string_view step_key) {
 }
 
 Result<Leases::Claim> Leases::acquire(std::string_view step_key) {
+  return claim(step_key, false);
+}
+
+Result<Leases::Claim> Leases::extend(std::string_view step_key) {
+  return claim(step_key, true);
+}
+
+Result<Leases::Claim> Leases::claim(std::string_view step_key, bool renew) {
   BERTH_TRY(LeaseProbe p, probe(step_key));
   int64_t now = now_ms();
   Claim claim;
-  if (p.top && live(*p.top, now)) {
+  if (p.top && live(*p.top, now) && !(renew && p.top->token == token_)) {
     // The highest generation holds the key. Ours (a second acquire by this process,
-    // e.g. after a deferral) needs no write; anyone else's is waited for.
+    // e.g. after a deferral) needs no write; anyone else's is waited for. An extension
+    // of ours goes on to write a later deadline.
     if (p.top->token == token_) {
       claim.outcome = Outcome::kAcquired;
       claim.generation = p.next - 1;
@@ -199,7 +236,7 @@ Result<Leases::Claim> Leases::acquire(std::string_view step_key) {
 
   // Free: absent, unparsable, released or expired. Claim the next generation, and on
   // anything short of a clear answer move one generation up, until none is left.
-  for (unsigned g = p.next; g < kMaxGenerations; ++g) {
+  for (unsigned g = p.next; g < kMaxGenerations && g < p.next + kMaxClaimWrites; ++g) {
     LeaseRecord mine{worker_, token_, now, saturating_add(now, duration_.count()), false};
     std::string bytes = encode_lease(mine);
     std::string address = lease_address(step_key, g);
@@ -231,8 +268,9 @@ Result<Leases::Claim> Leases::acquire(std::string_view step_key) {
     claim.deadline_ms = winner->deadline_ms;
     return claim;
   }
-  // Every generation is used: the key degrades to lock-free, which costs duplicated
-  // work at worst, never a stall (spec 06 §4).
+  // Every generation is used (or the store never showed one of our writes back): the
+  // key degrades to lock-free, which costs duplicated work at worst, never a stall
+  // (spec 06 §4).
   claim.outcome = Outcome::kLockFree;
   return claim;
 }

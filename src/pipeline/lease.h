@@ -39,7 +39,12 @@ namespace berth::pipeline {
 
 // The row kind of leases: rows/v1/leases/<step key>/<generation>.
 inline constexpr std::string_view kLeasesRow = "leases";
-inline constexpr unsigned kMaxGenerations = 16;
+// Generations a key may take: enough for a step that extends its lease every half
+// lease for days (extend()). Probing reads about 2·log2(generations in use) rows.
+inline constexpr unsigned kMaxGenerations = 4096;
+// Writes one acquire() makes before it calls the key lock-free: a store that never
+// reads back what was written is not tried 4096 times.
+inline constexpr unsigned kMaxClaimWrites = 16;
 // The lease record format written today (the "version" field).
 inline constexpr int kLeaseFormatVersion = 1;
 
@@ -91,7 +96,9 @@ class Leases {
     int64_t deadline_ms = 0;  // kAcquired: ours; kHeld: theirs
   };
 
-  // Reads generations 0, 1, ... until the first miss.
+  // Finds the first empty generation: reads 0, 1, 3, 7, ... until a miss, then halves
+  // the gap (generations are occupied from 0 without a gap: each is written only where
+  // a probe found the first empty one, or just above an occupied one).
   Result<LeaseProbe> probe(std::string_view step_key);
 
   // Probes; when the key is free, publishes a record at the next generation and then
@@ -102,6 +109,14 @@ class Leases {
   // A read-back that finds nothing or an unparsable row retries at the next
   // generation. Fails only when the store fails.
   Result<Claim> acquire(std::string_view step_key);
+
+  // Extends the claim of a step this process is still running (spec 06 §4): while the
+  // key's top record is this process's and live, a new one — a later deadline — is
+  // written at the next generation and read back, as acquire() writes. Found expired
+  // and free, the key is claimed again; found held by another (ours expired and was
+  // taken), kHeld, and the step runs on without a lease. Fails only when the store
+  // fails.
+  Result<Claim> extend(std::string_view step_key);
 
   // Hands the key back (a failed step): publishes a released record at generation + 1.
   // Losing that write (someone took the key since) or having no generation left is
@@ -117,6 +132,8 @@ class Leases {
 
  private:
   int64_t now_ms() const;
+  // acquire(), and with `renew` extend().
+  Result<Claim> claim(std::string_view step_key, bool renew);
 
   store::ObjectStore& shared_;
   std::string worker_;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "pipeline/canonical.h"
+#include "pipeline/worker.h"
 #include "util/env.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -64,8 +65,16 @@ Result<void> read_foreach(TomlFields& f, StepSpec& s) {
     std::string k(key.str());
     const toml::node* n = g.node(k);
     if (auto problem = foreach_key_problem(k)) return g.error(n, str::printable(k), *problem);
+    if (const auto* t2 = n->as_table()) {
+      // { glob = "data/{sample}.fastq" }: values discovered from the files present.
+      TomlFields h = g.sub(*t2, k);
+      BERTH_TRY(std::string pattern, h.required_string("glob"));
+      BERTH_CHECK(h.finish());
+      s.foreach_globs.emplace(k, ForeachGlob{std::move(pattern), pos_of(*h.node("glob"))});
+      continue;
+    }
     const auto* a = n->as_array();
-    if (!a) return g.wrong_type(k, "an array of strings or integers", *n);
+    if (!a) return g.wrong_type(k, "an array of strings or integers, or { glob = \"…\" }", *n);
     if (a->empty()) return g.error(n, k, "must not be empty");
     if (a->size() > kMaxArrayItems) {
       return g.error(n, k, fmt::format("more than {} items", kMaxArrayItems));
@@ -212,6 +221,14 @@ Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFil
     auto mode = wireup::parse_mode(*mpi);
     if (!mode.ok()) return f.error(f.node("mpi"), "mpi", mode.error().message());
     s.mpi = *mode;
+  }
+  BERTH_TRY(std::optional<int64_t> retries, f.integer("retries", 0, kMaxRetries));
+  if (retries) s.retries = static_cast<int>(*retries);
+  BERTH_TRY(std::optional<std::string> timeout, f.string("timeout"));
+  if (timeout) {
+    auto d = parse_duration(*timeout, "");
+    if (!d.ok()) return f.error(f.node("timeout"), "timeout", d.error().message().substr(1));
+    s.timeout = *d;
   }
   BERTH_TRY(s.canonical, string_table(f, "canonical", false));
   for (auto& [out, form] : s.canonical) {

@@ -8,6 +8,7 @@
 //   "p.toml:9:1: step 'count-{sample}': inputs.text: must be a string or an array"
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,6 +29,7 @@ inline constexpr int kMaxGpus = 4096;
 inline constexpr int kMaxTasks = 1 << 20;
 inline constexpr int kMaxNodes = 1 << 20;
 inline constexpr int64_t kMaxMemoryCapMb = int64_t{1} << 40;
+inline constexpr int kMaxRetries = 100;
 
 // Where something was written: 1-based line and column; 0 when toml++ gave none.
 struct SourcePos {
@@ -52,6 +54,13 @@ struct InputSpec {
   SourcePos pos;
 };
 
+// A foreach key whose values are discovered from the files present (spec 04 §3.1):
+// `foreach = { sample = { glob = "data/{sample}.fastq" } }` (discover.h).
+struct ForeachGlob {
+  std::string pattern;  // a path template holding {key}, relative to the file's dir
+  SourcePos pos;
+};
+
 // One [[step]] table, unexpanded (spec 04 §2.3).
 struct StepSpec {
   size_t index = 0;  // position among the file's [[step]] tables, from 0
@@ -59,6 +68,9 @@ struct StepSpec {
   std::string name;  // template over the foreach keys
   // foreach key -> values; keys sorted (std::map), values in the order given.
   std::map<std::string, std::vector<std::string>> foreach;
+  // foreach keys given as { glob = "…" }: their values are found by discover_foreach(),
+  // which fills `foreach`, before expansion.
+  std::map<std::string, ForeachGlob> foreach_globs;
   std::optional<std::string> run;               // a shell string, or
   std::optional<std::vector<std::string>> cmd;  // an argv (exactly one of the two)
   std::map<std::string, InputSpec> inputs;
@@ -71,6 +83,10 @@ struct StepSpec {
   std::optional<int> nodes;              // absent: the fewest that fit
   std::optional<int64_t> memory_cap_mb;  // per node
   wireup::Mode mpi = wireup::Mode::kAuto;  // the wire-up its tasks get (spec 07)
+  // Run again up to this many times after a failure, with a backoff (spec 04 §7).
+  int retries = 0;
+  // Ended, its whole process tree with it, when it runs longer than this.
+  std::optional<std::chrono::milliseconds> timeout;
   // output -> form, as CanonicalForm::name() writes it (canonical.h); absent: "bytes"
   std::map<std::string, std::string> canonical;
   std::map<std::string, std::string> env;  // name -> value template

@@ -50,6 +50,8 @@ gpus = 2
 tasks = 4
 nodes = 2
 memory_cap_mb = 1024
+retries = 2
+timeout = "1.5m"
 canonical = { o = "json", p = "command:sort -u" }
 env = { OMP_NUM_THREADS = "{cores}" }
 )",
@@ -69,6 +71,8 @@ env = { OMP_NUM_THREADS = "{cores}" }
   EXPECT_EQ(s.tasks, 4);
   EXPECT_EQ(s.nodes, 2);
   EXPECT_EQ(s.memory_cap_mb, 1024);
+  EXPECT_EQ(s.retries, 2);
+  EXPECT_EQ(s.timeout, std::chrono::milliseconds(90'000));
   EXPECT_EQ(s.canonical.at("p"), "command:[\"sort\",\"-u\"]");  // canonical.h's name
   EXPECT_EQ(s.env.at("OMP_NUM_THREADS"), "{cores}");
 }
@@ -138,6 +142,12 @@ TEST(PipelineFile, RejectsBadFilesNamingFileStepAndKey) {
       {"[[step]]\nname = 's'\nrun = 'x'\ntasks = 0\n", "tasks: 0 is out of range"},
       {"[[step]]\nname = 's'\nrun = 'x'\nnodes = 0\n", "nodes: 0 is out of range"},
       {"[[step]]\nname = 's'\nrun = 'x'\nmemory_cap_mb = 0\n", "memory_cap_mb: 0 is out of range"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nretries = -1\n", "retries: -1 is out of range [0, 100]"},
+      {"[[step]]\nname = 's'\nrun = 'x'\nretries = '2'\n", "retries: must be an integer"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ntimeout = 30\n", "timeout: must be a string"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ntimeout = '30 m'\n",
+       "p.toml:4:11: step 's': timeout: \"30 m\": expected a positive duration"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ntimeout = '0s'\n", "timeout: \"0s\": must be at least 1ms"},
       {"[[step]]\nname = 's'\nrun = 'x'\ncanonical = { o = 'bytes' }\n",
        "p.toml:4:19: step 's': canonical.o: names no output of this step"},
       {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['o']\ncanonical = { o = 'sorted' }\n",

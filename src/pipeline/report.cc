@@ -36,6 +36,32 @@ int RunReport::exit_code() const {
 }
 
 
+std::string log_tail(std::string_view log) {
+  while (!log.empty() && (log.back() == '\n' || log.back() == '\r')) log.remove_suffix(1);
+  size_t start = log.size();
+  size_t end = log.size();  // where the line being taken ends, before its newline
+  size_t lines = 0;
+  while (end > 0 && lines < kLogTailLines) {
+    size_t nl = log.rfind('\n', end - 1);
+    size_t from = nl == std::string_view::npos ? 0 : nl + 1;
+    if (log.size() - from > kLogTailBytes) {
+      // Past the budget: an earlier line is left out whole; the last line alone keeps
+      // its end, cut where a UTF-8 character starts.
+      if (lines > 0) break;
+      start = log.size() - kLogTailBytes;
+      while (start < log.size() && (static_cast<unsigned char>(log[start]) & 0xC0) == 0x80) {
+        ++start;
+      }
+      break;
+    }
+    start = from;
+    ++lines;
+    if (nl == std::string_view::npos) break;
+    end = nl;
+  }
+  return std::string(log.substr(start));
+}
+
 using json = nlohmann::ordered_json;
 
 json output_json(const StepRecord::Output& out) {
@@ -76,7 +102,8 @@ json head_of(const RunReport& r, std::optional<size_t> settled_steps) {
   j["notices"] = notices;
   j["leases"] = {{"acquired", r.leases.acquired}, {"held", r.leases.held},
                  {"lock_free", r.leases.lock_free}, {"released", r.leases.released},
-                 {"rearms", r.leases.rearms}};
+                 {"rearms", r.leases.rearms}, {"extended", r.leases.extended},
+                 {"lost", r.leases.lost}};
   j["store_waits"] = {{"outages", r.store_waits.outages},
                       {"waited_s", r.store_waits.waited_s},
                       {"gave_up", r.store_waits.gave_up}};
@@ -203,6 +230,26 @@ std::string write_steps(const RunReport& r, bool as_cached) {
       out += '}';
     }
     out += '}';
+    if (!s.log.empty()) {
+      out += ',';
+      put_key(out, "log");
+      put_string(out, s.log);
+    }
+    if (!s.log_tail.empty() && !hit) {
+      out += ',';
+      put_key(out, "log_tail");
+      put_string(out, s.log_tail);
+    }
+    if (s.attempts > 1 && !hit) {
+      out += ',';
+      put_key(out, "attempts");
+      out += std::to_string(s.attempts);
+    }
+    if (s.timed_out && !hit) {
+      out += ',';
+      put_key(out, "timed_out");
+      out += "true";
+    }
     if (!s.notices.empty() && !hit) {
       out += ',';
       put_key(out, "notices");

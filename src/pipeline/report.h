@@ -43,7 +43,24 @@ struct StepRecord {
   // What its launcher did not do that the step asked for (a memory cap not enforced,
   // a wire-up not given), one line each; reported with the step (spec 04 §8).
   std::vector<std::string> notices;
+  // Its output, stdout and stderr together, kept as an object (spec 04 §7.3) and named
+  // in its row, so that a cached step has the log of the run that computed it; empty
+  // when there is none (skipped, or never started).
+  std::string log;
+  // A step that ran and did not succeed: its last lines of output (log_tail()).
+  std::string log_tail;
+  // How many times it was started: more than 1 after retries (spec 04 §2.3).
+  int attempts = 0;
+  // Ended at its `timeout`, its whole process tree with it.
+  bool timed_out = false;
 };
+
+// The last lines of a step's output, for a report and a page: at most kLogTailLines
+// lines and about kLogTailBytes bytes (a longer last line keeps its end), without the
+// final newline.
+inline constexpr size_t kLogTailLines = 10;
+inline constexpr size_t kLogTailBytes = 2048;
+std::string log_tail(std::string_view log);
 
 struct Divergence {
   std::string step, key, output, ours, theirs;
@@ -56,6 +73,8 @@ struct LeaseStats {
   int lock_free = 0;  // keys whose generations were exhausted: run without a lease
   int released = 0;   // keys handed back after a failure
   int rearms = 0;     // waits between scopes for work claimed elsewhere
+  int extended = 0;   // claims extended while their step still ran
+  int lost = 0;       // claims found taken by another worker when extended
 };
 
 struct RunReport {
@@ -138,6 +157,16 @@ std::optional<std::string> find_step_basis(std::string_view report, std::string_
 std::string report_json_head(const RunReport& r,
                              std::optional<size_t> settled_steps = std::nullopt);
 inline constexpr std::string_view kReportTail = "}\n";
-std::string report_html(const RunReport& r);
+// The page (spec 04 §8): a summary, the timeline, a table of every step with a link to
+// its log, a failed step's last lines under its row, and the logs `logs` holds (by step
+// name: the end of each, and how long it is whole). A step with a log not embedded
+// names the `berth log` command instead.
+struct EmbeddedLog {
+  std::string text;  // the log's last bytes
+  size_t size = 0;   // the whole log's
+};
+inline constexpr size_t kHtmlLogBytes = 64 * 1024;  // embedded per step, at most
+inline constexpr size_t kHtmlLogsBytes = 8 << 20;   // embedded per page, at most
+std::string report_html(const RunReport& r, const std::map<std::string, EmbeddedLog>& logs = {});
 
 }  // namespace berth::pipeline

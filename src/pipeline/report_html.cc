@@ -23,6 +23,18 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// Text for a <pre>: escaped as everywhere (str::xml_escape), its newlines kept.
+std::string pre_text(std::string_view text) {
+  std::string out;
+  bool first = true;
+  for (auto line : str::split(text, '\n')) {
+    if (!first) out += '\n';
+    first = false;
+    out += str::xml_escape(line);
+  }
+  return out;
+}
+
 // The run's data for the script. '<' is written \u003c so that no step name or
 // reason can end the script element ("</script>") early; '<' occurs in JSON only
 // inside strings, where the escape means the same character.
@@ -147,11 +159,15 @@ th, td { text-align: left; padding: 2px 10px; border-bottom: 1px solid #eee; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.failed td, tr.refused td { color: #b22; }
 tr.cached td, tr.skipped td { color: #777; }
+tr.log-tail pre, section.log pre { background: #f6f6f6; padding: 4px 8px; margin: 0;
+  white-space: pre-wrap; font-size: 0.85em; }
+tr.log-tail td { color: #522; }
+section.log h3 { font-size: 1em; margin: 1em 0 0.3em; }
 )CSS";
 
 }  // namespace
 
-std::string report_html(const RunReport& r) {
+std::string report_html(const RunReport& r, const std::map<std::string, EmbeddedLog>& logs) {
   // Text and attribute values are escaped as for XML (str::xml_escape): HTML5 defines the
   // same five entities, and the page needs no rule XML does not have.
   //
@@ -174,18 +190,46 @@ std::string report_html(const RunReport& r) {
     cached += (cached.empty() ? "" : ", ") + str::xml_escape(s.name);
   }
 
-  // The table: every step, in graph order.
+  // The table: every step, in graph order, each with a link to its log (embedded
+  // below) or the command that prints it; under a step that ran and did not succeed,
+  // its last lines. Logs are any bytes a step printed: escaped like everything else.
   std::string rows;
-  for (const auto& s : r.steps) {
+  std::string sections;
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const StepRecord& s = r.steps[i];
     bool ran = s.end_s > 0 || s.start_s > 0;
+    std::string name = str::xml_escape(s.name);
+    std::string read_it = str::xml_escape("berth log " + s.name);
+    auto embedded = logs.find(s.name);
+    std::string link;
+    if (embedded != logs.end()) {
+      link = fmt::format("<a class=\"log\" href=\"#log-{}\">log</a>", i);
+      const EmbeddedLog& l = embedded->second;
+      std::string note =
+          l.text.size() < l.size
+              ? fmt::format("<p class=\"note\">The last {} of {} bytes; all of it: "
+                            "<code>{}</code></p>",
+                            l.text.size(), l.size, read_it)
+              : "";
+      sections += fmt::format(
+          "<section class=\"log\" id=\"log-{}\" data-step=\"{}\"><h3>{}</h3>{}"
+          "<pre>{}</pre></section>\n",
+          i, name, name, note, pre_text(l.text));
+    } else if (!s.log.empty()) {
+      link = "<code>" + read_it + "</code>";
+    }
     rows += fmt::format(
         "<tr class=\"{0}\" data-step=\"{1}\"><td>{1}</td><td>{0}</td><td>{2}</td><td>{3}</td>"
         "<td class=\"num\">{4}</td><td class=\"num\">{5}</td><td class=\"num\">{6}</td>"
-        "<td class=\"reason\">{7}</td></tr>\n",
-        step_state_name(s.state), str::xml_escape(s.name), str::xml_escape(s.node),
-        str::xml_escape(s.cores), ran ? fmt::format("{:.3f}", s.start_s) : "",
-        ran ? fmt::format("{:.3f}", s.end_s) : "",
-        ran ? fmt::format("{:.3f}", s.end_s - s.start_s) : "", str::xml_escape(s.reason));
+        "<td class=\"reason\">{7}</td><td>{8}</td></tr>\n",
+        step_state_name(s.state), name, str::xml_escape(s.node), str::xml_escape(s.cores),
+        ran ? fmt::format("{:.3f}", s.start_s) : "", ran ? fmt::format("{:.3f}", s.end_s) : "",
+        ran ? fmt::format("{:.3f}", s.end_s - s.start_s) : "", str::xml_escape(s.reason), link);
+    if (!s.log_tail.empty() && s.state != StepState::kExecuted && s.state != StepState::kCached) {
+      rows += fmt::format(
+          "<tr class=\"log-tail\" data-step=\"{}\"><td colspan=\"9\"><pre>{}</pre></td></tr>\n",
+          name, pre_text(s.log_tail));
+    }
   }
 
   return fmt::format(
@@ -199,11 +243,13 @@ std::string report_html(const RunReport& r) {
       "<p id=\"cached\">{3}</p>\n"
       "<h2>Steps</h2>\n<table id=\"steps\"><thead><tr><th>step</th><th>state</th><th>node</th>"
       "<th>cores</th><th>start (s)</th><th>end (s)</th><th>duration (s)</th><th>reason</th>"
-      "</tr></thead><tbody>\n{4}</tbody></table>\n"
+      "<th>log</th></tr></thead><tbody>\n{4}</tbody></table>\n"
+      "{7}"
       "<script type=\"application/json\" id=\"berth-run\">{5}</script>\n"
       "<script>{6}</script>\n</body></html>\n",
       str::xml_escape(r.pipeline), kStyle, summary,
-      cached.empty() ? "" : "Cached (not run this time): " + cached, rows, data_block(r), kScript);
+      cached.empty() ? "" : "Cached (not run this time): " + cached, rows, data_block(r), kScript,
+      sections.empty() ? "" : "<h2>Logs</h2>\n" + sections);
 }
 
 }  // namespace berth::pipeline

@@ -29,6 +29,10 @@ std::string reference(const RunReport& r) {
     st["end_s"] = s.end_s;
     st["exit_code"] = s.exit_code;
     st["outputs"] = std::move(o);
+    if (!s.log.empty()) st["log"] = s.log;
+    if (!s.log_tail.empty()) st["log_tail"] = s.log_tail;
+    if (s.attempts > 1) st["attempts"] = s.attempts;
+    if (s.timed_out) st["timed_out"] = true;
     if (!s.notices.empty()) st["notices"] = s.notices;
     if (!s.basis.is_null()) st["basis"] = s.basis;
     steps.push_back(std::move(st));
@@ -67,6 +71,10 @@ TEST(ReportSteps, WrittenAsNlohmannWouldWriteThem) {
   odd.outputs.clear();
   odd.basis = nullptr;
   odd.notices = {"the memory cap of 100 MB is not enforced", "\x01 odd \xff"};
+  odd.log = "sha256:" + std::string(64, 'd');
+  odd.log_tail = "Traceback\n  \"</pre>\"\xff\nAssertionError";
+  odd.attempts = 3;
+  odd.timed_out = true;
   r.steps.push_back(odd);
 
   StepRecord times = plain;
@@ -170,6 +178,85 @@ TEST(ReportSteps, SettledStepsAreExecutedOnesAsCacheHits) {
   // Nothing executed: the report's own steps.
   r.steps[0].state = StepState::kCached;
   EXPECT_EQ(settled_steps_json(r), report_steps_json(r));
+}
+
+TEST(LogTail, TheLastLinesWithinABudget) {
+  std::string twelve;
+  for (int i = 1; i <= 12; ++i) twelve += "line " + std::to_string(i) + "\n";
+  std::string ten;
+  for (int i = 3; i <= 12; ++i) ten += (i > 3 ? "\n" : "") + ("line " + std::to_string(i));
+  const std::pair<std::string, std::string> cases[] = {
+      {"", ""},
+      {"\n\n", ""},
+      {"one", "one"},
+      {"one\n", "one"},
+      {"a\nb\r\n", "a\nb"},
+      {twelve, ten},
+      // A last line longer than the budget keeps its end.
+      {"x\n" + std::string(3000, 'y'), std::string(kLogTailBytes, 'y')},
+      // Cut where a UTF-8 character starts, never inside one.
+      {"\xc3\xa9" + std::string(kLogTailBytes - 1, 'z'), std::string(kLogTailBytes - 1, 'z')},
+  };
+  for (const auto& [log, want] : cases) EXPECT_EQ(log_tail(log), want) << log.substr(0, 40);
+  // Lines before the budget ran out are whole.
+  std::string two = std::string(100, 'a') + "\n" + std::string(kLogTailBytes - 10, 'b');
+  EXPECT_EQ(log_tail(two), std::string(kLogTailBytes - 10, 'b'));
+}
+
+TEST(ReportHtml, LinksEachStepToItsLogAndShowsAFailuresLastLinesEscaped) {
+  RunReport r;
+  StepRecord ok;
+  ok.name = "ok";
+  ok.state = StepState::kExecuted;
+  ok.log = "sha256:" + std::string(64, '1');
+  StepRecord bad;
+  bad.name = "bad<1>";
+  bad.state = StepState::kFailed;
+  bad.reason = "rank 0 (sh) on vm exited with status 1";
+  bad.log = "sha256:" + std::string(64, '2');
+  bad.log_tail = "crunching\n<script>alert(1)</script> & done";
+  StepRecord far;
+  far.name = "far";
+  far.state = StepState::kCached;
+  far.log = "sha256:" + std::string(64, '3');
+  StepRecord skipped;
+  skipped.name = "after";
+  skipped.state = StepState::kSkipped;
+  r.steps = {ok, bad, far, skipped};
+  std::map<std::string, EmbeddedLog> logs;
+  logs["ok"] = {"all fine\n", 9};
+  logs["bad<1>"] = {"</pre><b>tail</b>", 5000};
+  std::string page = report_html(r, logs);
+  // Embedded logs are linked and escaped; a log not embedded names the command.
+  EXPECT_NE(page.find("<a class=\"log\" href=\"#log-0\">log</a>"), std::string::npos);
+  EXPECT_NE(page.find("<section class=\"log\" id=\"log-0\" data-step=\"ok\"><h3>ok</h3>"
+                      "<pre>all fine\n</pre></section>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<pre>&lt;/pre&gt;&lt;b&gt;tail&lt;/b&gt;</pre>"), std::string::npos);
+  EXPECT_NE(page.find("The last 17 of 5000 bytes; all of it: <code>berth log bad&lt;1&gt;</code>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<code>berth log far</code>"), std::string::npos);
+  // The failure's last lines under its row, escaped.
+  EXPECT_NE(page.find("<tr class=\"log-tail\" data-step=\"bad&lt;1&gt;\"><td colspan=\"9\">"
+                      "<pre>crunching\n&lt;script&gt;alert(1)&lt;/script&gt; &amp; done</pre>"),
+            std::string::npos);
+  EXPECT_EQ(page.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(page.find("data-step=\"after\"><td colspan"), std::string::npos);
+}
+
+TEST(ReportSteps, SettledStepsKeepTheirLogButNotAFailuresFields) {
+  RunReport r;
+  StepRecord e;
+  e.name = "e";
+  e.state = StepState::kExecuted;
+  e.log = "sha256:" + std::string(64, '1');
+  e.attempts = 2;
+  r.steps.push_back(e);
+  auto j = json::parse(settled_steps_json(r));
+  EXPECT_EQ(j[0]["log"], e.log);
+  EXPECT_FALSE(j[0].contains("attempts"));
+  j = json::parse(report_steps_json(r));
+  EXPECT_EQ(j[0]["attempts"], 2);
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "pipeline/discover.h"
 #include "pipeline/graph.h"
 #include "pipeline/index.h"
 #include "pipeline/lease.h"
 #include "pipeline/pipeline_file.h"
 #include "pipeline/probe.h"
 #include "pipeline/settled.h"
+#include "pipeline/targets.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
 #include "store/patient_store.h"
@@ -165,6 +167,7 @@ struct Session::State {
   std::string previous_steps;  // the steps file of the record found, to replace
   bool may_settle = false;
   std::optional<Graph> graph;
+  Discovered discovered;  // the directories foreach globs read (discover.h)
   std::string worker;
   std::chrono::milliseconds lease{0};
   std::optional<place::Pool> pool;
@@ -195,8 +198,9 @@ Session::~Session() = default;
 
 Result<void> Session::State::load_graph() {
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
+  BERTH_TRY(discovered, discover_foreach(file, DiscoveryFs::real()));
   BERTH_TRY(Graph g, expand(file, [](const std::string& p) { return files::exists(p); }));
-  graph = std::move(g);
+  BERTH_TRY(graph, select_targets(std::move(g), o.targets));
   return Ok{};
 }
 
@@ -217,7 +221,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
       o.results.empty() ? (fs::path(s.bdir).parent_path() / "results").string() : o.results;
   s.cwd = fs::current_path().string();
   s.abs_results = fs::absolute(s.results_dir).lexically_normal().string();
-  s.may_settle = !o.dry_run && !o.worker;
+  s.may_settle = !o.dry_run && !o.worker && o.targets.empty();
   if (s.may_settle) {
     std::string cache_dir = o.cache.empty() ? s.bdir + "/cache" : fs::absolute(o.cache).string();
     std::string ix = cache_dir + "/index.sqlite";
@@ -504,6 +508,14 @@ Result<RunOutcome> Session::run(int cancel_fd) {
           "the store {} did not answer within --store-patience {} ({} operation{} gave up): {}",
           s.patient->describe(), s.o.store_patience, w.gave_up, w.gave_up == 1 ? "" : "s",
           w.last_error));
+    }
+  }
+  // A run whose steps were discovered from directories is that run again only while
+  // they hold what they held: their stamps go into the record with the inputs'.
+  if (rep.settled && !s.discovered.stable) rep.settled.reset();
+  if (rep.settled) {
+    for (const auto& [dir, stamp] : s.discovered.dirs) {
+      rep.settled->files.push_back({dir, stamp, true});
     }
   }
 

@@ -41,6 +41,10 @@ namespace berth::pipeline {
 
 struct SessionOptions {
   std::string pipeline;  // the pipeline file, as given
+  // Steps to run (names or shell-style patterns of expanded steps) with everything
+  // they need, nothing else (targets.h); empty: every step. A run with targets neither
+  // uses nor leaves a settled record, which is of the whole pipeline.
+  std::vector<std::string> targets;
   std::string store;     // a store URL; "" = file://<dir>/.berth/store
   std::string results;   // the results directory; "" = <dir>/results
   std::string cache;     // the cache directory; "" = <dir>/.berth/cache (a worker's own)

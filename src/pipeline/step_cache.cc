@@ -63,11 +63,16 @@ std::optional<StepRecord> StepCache::lookup(const Step& s, const std::string& ke
     if (seen) seen->objects.push_back(rec.object);
     r.outputs[out] = rec;
   }
+  // The row is in use: refreshed, so that a collector spares it until this run's
+  // report names it; taken by one since it was read, it is a miss (spec 05 §10).
+  auto touched = rows_.touch_row(store::row_address(kStepsRow, key));
+  if (!touched.ok() || !*touched) return std::nullopt;
   if (index_ && !from_index) index_->remember_step(key, *text);
   // A cache hit adopts the record of the run that computed it.
   r.computed_by = !j->worker.empty() ? j->worker : j->host;
   if (!j->host.empty()) r.node = j->host;
   if (!j->cores.empty()) r.cores = j->cores;
+  if (store::check_object_name(j->log).ok()) r.log = j->log;
   if (materialize_them) {
     std::vector<std::string> found;
     auto m = materialize(r, &found, seen ? &seen->results : nullptr);

@@ -21,6 +21,8 @@ class Reader : public nlohmann::json_sax<json> {
   bool string(string_t& v) override {
     if (depth_ == 3 && in_outputs_ && in_output_) {
       d_->outputs[keys_[1]][keys_[2]] = v;
+    } else if (depth_ == 1 && keys_[0] == "log") {
+      d_->log = v;
     } else if (depth_ == 2 && in_provenance_) {
       if (keys_[1] == "host") d_->host = v;
       if (keys_[1] == "cores") d_->cores = v;

@@ -26,6 +26,8 @@ struct StepRowDigest {
   std::set<std::string> malformed;
   // The provenance record's string fields of these names; empty when absent.
   std::string host, cores, worker;
+  // The top-level "log": the object holding the step's output; empty when absent.
+  std::string log;
 };
 
 // nullopt when `text` is not one JSON object with an "outputs" member that is an object.

@@ -37,6 +37,18 @@ TEST(StepRow, IgnoresWhatIsNotRead) {
   EXPECT_EQ(d->cores, "");  // a number, not a string
 }
 
+TEST(StepRow, ReadsTheLogAtTheTopOnly) {
+  auto d = read_step_row(R"({"outputs":{},"provenance":{"log":"sha256:p"},"log":"sha256:ll"})");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->log, "sha256:ll");
+  d = read_step_row(R"({"outputs":{},"provenance":{"log":"sha256:p"},"log":7})");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->log, "");
+  d = read_step_row(kRow);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->log, "");  // a row written before logs were kept
+}
+
 TEST(StepRow, MarksOutputsWhoseRecordIsNotAnObject) {
   auto d = read_step_row(R"({"outputs":{"a":"sha256:aa","b":[1],"c":{"object":"x"},"d":null}})");
   ASSERT_TRUE(d);

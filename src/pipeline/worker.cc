@@ -123,7 +123,7 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text, std::str
     return fail(Errc::kInvalidInput, fmt::format("{} \"{}\": {}", what, str::printable(text), why));
   };
   constexpr std::string_view kForms =
-      "expected a positive duration: 250ms, 30s, 10m, 2h, or a number of seconds";
+      "expected a positive duration: 250ms, 30s, 10m, 2h, 7d, or a number of seconds";
 
   // <digits>[.<digits>]<unit>, every part strict: no sign, no exponent, no spaces.
   size_t i = 0;
@@ -165,6 +165,8 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text, std::str
     unit_ms = 60'000;
   } else if (unit == "h") {
     unit_ms = 3'600'000;
+  } else if (unit == "d") {
+    unit_ms = 86'400'000;
   } else {
     return refuse(kForms);
   }
@@ -178,6 +180,14 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text, std::str
   // Truncated to the millisecond; "0", "0.0001s" and "0.5ms" are all no time at all.
   if (ms == 0) return refuse("must be at least 1ms");
   return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
+
+std::string duration_text(std::chrono::milliseconds d) {
+  int64_t ms = d.count();
+  if (ms != 0 && ms % 3'600'000 == 0) return fmt::format("{}h", ms / 3'600'000);
+  if (ms != 0 && ms % 60'000 == 0) return fmt::format("{}m", ms / 60'000);
+  if (ms != 0 && ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
+  return fmt::format("{}ms", ms);
 }
 
 Result<CacheLock> CacheLock::acquire(const std::string& dir, std::string_view worker,

@@ -25,9 +25,13 @@ Result<std::string> check_worker_name(std::string_view given);
 // enough to tell two apart and honest about saying nothing else.
 std::string generate_worker_name(const Clock& clock, pid_t pid);
 
-// "250ms", "30s", "10m", "2h", or a bare number of seconds ("90", "0.5"): a positive
+// "250ms", "30s", "10m", "2h", "7d", or a bare number of seconds ("90", "0.5"): a positive
 // duration. Anything else is kInvalidInput naming `what` (e.g. "--lease") and the text.
 Result<std::chrono::milliseconds> parse_duration(std::string_view text, std::string_view what);
+
+// A duration as parse_duration() reads it, in the largest unit that writes it whole:
+// "2h", "30m", "90s", "250ms".
+std::string duration_text(std::chrono::milliseconds d);
 
 // An exclusive claim on a cache directory: DIR/worker.lock created with O_EXCL,
 // holding one line "worker=<name> host=<host> pid=<pid> since=<ISO-8601 UTC>\n".

@@ -98,6 +98,7 @@ TEST(ParseDuration, AcceptsUnitsAndBareSeconds) {
       {"250ms", 250ms}, {"30s", 30s},   {"10m", 10min},     {"2h", 2h},
       {"90", 90s},      {"0.5", 500ms}, {"1.5m", 90s},      {"0.25h", 15min},
       {"1ms", 1ms},     {"007s", 7s},   {"1.0009", 1000ms}, {".5s", 500ms},
+      {"1d", 24h},      {"0.5d", 12h},
   };
   for (const Case& c : cases) {
     auto got = parse_duration(c.text, "--lease");
@@ -126,7 +127,7 @@ TEST(ParseDuration, RefusesWhatIsNotAPositiveDuration) {
                            "1 s",
                            "1S",
                            "1sec",
-                           "1d",
+                           "1D",
                            "1h30m",
                            "1..5s",
                            "nan",
@@ -146,6 +147,16 @@ TEST(ParseDuration, RefusesWhatIsNotAPositiveDuration) {
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.error().message().find("too large"), std::string::npos);
   EXPECT_TRUE(parse_duration("9223372036854775807ms", "--lease").ok());
+}
+
+TEST(DurationText, WritesWhatParseDurationReadsBack) {
+  const std::pair<std::chrono::milliseconds, const char*> cases[] = {
+      {2h, "2h"}, {30min, "30m"}, {90s, "90s"}, {250ms, "250ms"}, {1500ms, "1500ms"},
+      {0ms, "0ms"}, {48h, "48h"}};
+  for (const auto& [d, text] : cases) {
+    EXPECT_EQ(duration_text(d), text);
+    if (d.count() > 0) EXPECT_EQ(*parse_duration(duration_text(d), "x"), d);
+  }
 }
 
 // ---- The cache lock ---------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 
 #include "store/posix_io.h"
 #include "util/files.h"
@@ -29,10 +30,19 @@ std::string hex_of(std::string_view name) {
   return std::string(name.substr(kObjectNamePrefix.size()));
 }
 
+// Opens a stored file for reading without touching its access time where the kernel
+// lets us (O_NOATIME: the file's owner): a collector takes an entry's atime for its
+// last use (spec 05 §10), and a read — the collector's own among them — is not one.
+int open_stored(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
+  if (fd < 0 && errno == EPERM) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  return fd;
+}
+
 // Reads a whole small file. nullopt when it does not exist (ENOENT, or ENOTDIR: a
 // parent component is a row, so nothing can be under it).
 Result<std::optional<std::string>> read_small(const std::string& path, size_t max_bytes) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd f(open_stored(path));
   if (!f.valid()) {
     if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>();
     return files::os_error(path, "open", errno);
@@ -89,6 +99,44 @@ Result<void> walk(const std::string& dir, const std::string& rel, std::vector<st
     } else {
       out->push_back(rel + "/" + name);
     }
+  }
+  return Ok{};
+}
+
+// An entry's time for a collector: the later of its mtime and its atime (a refresh
+// sets the atime only), in ms since the epoch.
+int64_t entry_time_ms(const struct stat& st) {
+  auto ms = [](const timespec& t) { return int64_t{t.tv_sec} * 1000 + t.tv_nsec / 1'000'000; };
+  return std::max(ms(st.st_mtim), ms(st.st_atim));
+}
+
+// Every file under `dir` with its size and time, named "<rel>/<name>"; hidden names
+// are skipped unless `hidden`, then only hidden files are kept (debris).
+Result<void> walk_entries(const std::string& dir, const std::string& rel, bool hidden,
+                          std::vector<StoreEntry>* out) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT) return Ok{};
+    return files::os_error(dir, "list", errno);
+  }
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  for (const std::string& n : names) {
+    std::string p = dir + "/" + n;
+    std::string r = rel.empty() ? n : rel + "/" + n;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) continue;  // gone meanwhile
+    if (S_ISDIR(st.st_mode)) {
+      if (n[0] == '.') continue;  // .gc/ is the collector's own
+      BERTH_CHECK(walk_entries(p, r, hidden, out));
+      continue;
+    }
+    if ((n[0] == '.') != hidden) continue;
+    out->push_back({r, static_cast<uint64_t>(st.st_size), entry_time_ms(st)});
   }
   return Ok{};
 }
@@ -252,12 +300,23 @@ Result<std::string> FileStore::adopt_object_file(const std::string& path) {
   std::string final = object_path(name);
   std::string shard = files::parent_dir(final);
   BERTH_CHECK(posix::make_dirs(shard));
-  if (::link(path.c_str(), final.c_str()) == 0) {
-    if (options_.fsync_objects) BERTH_CHECK(files::fsync_dir(shard));
-    return name;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (::link(path.c_str(), final.c_str()) == 0) {
+      if (options_.fsync_objects) BERTH_CHECK(files::fsync_dir(shard));
+      // The inode's times are the step's: old ones must not make a collector take
+      // the object before the row that names it is written (spec 05 §10).
+      timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+      ::utimensat(AT_FDCWD, final.c_str(), times, 0);
+      return name;
+    }
+    if (errno != EEXIST) break;
+    // Write-once: the name fixes the contents. Refreshed, unless a collector took it
+    // just now: then link again.
+    BERTH_TRY(bool there, refresh(final));
+    if (there) return name;
   }
   int err = errno;
-  if (err == EEXIST) return name;  // write-once: the name fixes the contents
+  if (err == EEXIST) return name;
   if (posix::links_unsupported(err)) return put_object_file(path);  // a copy
   return files::os_error(final, "link into place", err);
 }
@@ -281,7 +340,7 @@ Result<ObjectRead> FileStore::get_object(std::string_view name) {
   BERTH_CHECK(check_object_name(name));
   std::string path = object_path(name);
   ObjectRead r;
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd f(open_stored(path));
   if (!f.valid()) {
     if (errno == ENOENT) return r;
     return files::os_error(path, "open", errno);
@@ -306,7 +365,7 @@ Result<ObjectRead> FileStore::get_object_to_file(std::string_view name,
   BERTH_CHECK(check_object_name(name));
   std::string path = object_path(name);
   ObjectRead r;
-  Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd in(open_stored(path));
   if (!in.valid()) {
     if (errno == ENOENT) return r;
     return files::os_error(path, "open", errno);
@@ -355,7 +414,7 @@ Result<ObjectRead> FileStore::materialize(std::string_view name, const std::stri
   TempGuard guard{tmp};
   // The link shares the stored inode, so verifying it verifies the copy the consumer
   // will read (spec 05 §5: every read verifies, a link included).
-  Fd f(::open(tmp.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd f(open_stored(tmp));
   if (!f.valid()) return files::os_error(tmp, "open", errno);
   Sha256 hash;
   BERTH_TRY(uint64_t n, posix::copy_hashing(f.get(), tmp, -1, "", hash));
@@ -376,13 +435,41 @@ Result<ObjectRead> FileStore::materialize(std::string_view name, const std::stri
   return r;
 }
 
+int64_t FileStore::now_ms() const {
+  const Clock& c = options_.clock != nullptr ? *options_.clock : Clock::real();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(c.wall().time_since_epoch())
+      .count();
+}
+
+Result<bool> FileStore::refresh(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return false;
+    return files::os_error(path, "stat", errno);
+  }
+  if (now_ms() - entry_time_ms(st) <= kRefreshAfter.count()) return true;
+  // The atime alone: the mtime is part of a result's stamp (spec 04 §7), and a result
+  // is a hard link to its object.
+  timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0) {
+    // Gone since the stat: a collector took it, and the caller must write it again.
+    if (errno == ENOENT) return false;
+    // Another user's file in a shared store cannot be refreshed by us (spec 05 §10).
+    if (errno != EPERM && errno != EACCES && errno != EROFS) {
+      return files::os_error(path, "refresh the time of", errno);
+    }
+  }
+  return true;
+}
+
 Result<bool> FileStore::has_object(std::string_view name) {
   BERTH_CHECK(check_object_name(name));
-  std::string path = object_path(name);
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) return true;
-  if (errno == ENOENT) return false;
-  return files::os_error(path, "stat", errno);
+  return refresh(object_path(name));
+}
+
+Result<bool> FileStore::touch_row(std::string_view address) {
+  BERTH_CHECK(check_row_address(address));
+  return refresh(row_path(address));
 }
 
 Result<RowPut> FileStore::put_row(std::string_view address, std::string_view bytes) {
@@ -394,10 +481,22 @@ Result<RowPut> FileStore::put_row(std::string_view address, std::string_view byt
   std::string path = row_path(address);
   RowPut r;
   BERTH_TRY(auto existing, read_small(path, kMaxRowBytes));
+  // A row found in place is in use: refreshed so that a collector spares it, or, taken
+  // by one meanwhile, written again (spec 05 §10).
+  if (existing) {
+    BERTH_TRY(bool there, refresh(path));
+    if (!there) existing.reset();
+  }
   if (!existing) {
     std::string parent = files::parent_dir(path);
     BERTH_CHECK(posix::make_dirs(parent));
-    BERTH_TRY(std::string tmp, files::write_temp(parent, bytes, kStoredMode, false));
+    auto made = files::write_temp(parent, bytes, kStoredMode, false);
+    if (!made.ok()) {
+      // A collector removed the (empty) directory between the two calls.
+      BERTH_CHECK(posix::make_dirs(parent));
+      made = files::write_temp(parent, bytes, kStoredMode, false);
+    }
+    BERTH_TRY(std::string tmp, std::move(made));
     // The row's bytes, and every object written before it, reach the disk before the
     // row can be seen (spec 05 §4): one syncfs for all the rows being put at once.
     auto durable = barrier_->wait();
@@ -439,6 +538,174 @@ Result<std::vector<std::string>> FileStore::list_rows(std::string_view prefix) {
   BERTH_CHECK(walk(root, p, &out));
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// ---- Collection (spec 05 §10) ----
+
+Result<std::vector<StoreEntry>> FileStore::list_objects() {
+  std::vector<StoreEntry> found;
+  BERTH_CHECK(walk_entries(dir_ + "/objects", "", false, &found));
+  std::vector<StoreEntry> out;
+  for (auto& e : found) {
+    // "ab/cdef…" is object sha256:abcdef…; anything else there is not an object.
+    if (e.name.size() != 65 || e.name[2] != '/') continue;
+    std::string name = std::string(kObjectNamePrefix) + e.name.substr(0, 2) + e.name.substr(3);
+    if (!check_object_name(name).ok()) continue;
+    e.name = std::move(name);
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::vector<StoreEntry>> FileStore::list_row_entries(std::string_view prefix) {
+  BERTH_CHECK(check_row_prefix(prefix));
+  std::string p(prefix);
+  if (p.back() == '/') p.pop_back();
+  std::vector<StoreEntry> out;
+  BERTH_CHECK(walk_entries(row_path(p), p, false, &out));
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::vector<StoreEntry>> FileStore::list_debris() {
+  std::vector<StoreEntry> out;
+  // Copies a read moved aside (visible, in corrupt/), and temporary files of writes
+  // that never finished (hidden, anywhere under objects/ and rows/).
+  BERTH_CHECK(walk_entries(dir_ + "/corrupt", "corrupt", false, &out));
+  BERTH_CHECK(walk_entries(dir_ + "/objects", "objects", true, &out));
+  BERTH_CHECK(walk_entries(dir_ + "/rows", "rows", true, &out));
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return out;
+}
+
+namespace {
+
+// A held entry's file name under DIR/.gc/<token>/: its path in the store with '/'
+// written '%', which no object name, row address or debris path holds.
+std::string held_name(std::string_view rel) {
+  std::string out(rel);
+  std::replace(out.begin(), out.end(), '/', '%');
+  return out;
+}
+
+std::string rel_of_held(std::string_view held) {
+  std::string out(held);
+  std::replace(out.begin(), out.end(), '%', '/');
+  return out;
+}
+
+}  // namespace
+
+void FileStore::recover_held() {
+  // A collector holds entries for as long as one listing of the rows takes; a hold
+  // older than the refresh interval belongs to one that died. Its entries go back: a
+  // collector never loses what it could not finish deciding about.
+  std::string root = dir_ + "/.gc";
+  DIR* d = ::opendir(root.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> holds;
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') holds.push_back(e->d_name);
+  }
+  ::closedir(d);
+  for (const std::string& h : holds) {
+    std::string dir = root + "/" + h;
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || now_ms() - entry_time_ms(st) < kRefreshAfter.count()) {
+      continue;
+    }
+    std::vector<StoreEntry> held;
+    (void)walk_entries(dir, "", false, &held);
+    for (const auto& e : held) {
+      std::string rel = rel_of_held(e.name);
+      std::string dest = dir_ + "/" + rel;
+      if (posix::make_dirs(files::parent_dir(dest)).ok()) {
+        (void)posix::publish(dir + "/" + e.name, dest, options_.use_hard_links);
+      }
+    }
+    ::rmdir(dir.c_str());
+  }
+}
+
+Result<std::vector<std::string>> FileStore::collect(
+    EntryKind kind, const std::vector<std::string>& names, int64_t cutoff_ms,
+    const std::function<Result<std::set<std::string>>()>& spare) {
+  recover_held();
+  auto rel_of = [&](const std::string& name) -> Result<std::string> {
+    switch (kind) {
+      case EntryKind::kObject:
+        BERTH_CHECK(check_object_name(name));
+        return object_path(name).substr(dir_.size() + 1);
+      case EntryKind::kRow:
+        BERTH_CHECK(check_row_address(name));
+        return name;
+      case EntryKind::kDebris:
+        if (name.find("..") != std::string::npos || name.empty() || name[0] == '/') {
+          return fail(Errc::kInvalidInput, "not a path in the store: " + name);
+        }
+        return name;
+    }
+    return fail(Errc::kInternal, "unknown entry kind");
+  };
+  // 1. Out of sight: each entry renamed into this collector's hold, atomically. A
+  // writer's refresh happens before (the time read below is young) or fails (it
+  // writes the entry again); a reader finds the entry absent and recomputes.
+  std::string hold = dir_ + "/.gc/" + files::unique_suffix();
+  BERTH_CHECK(posix::make_dirs(hold));
+  struct Held {
+    std::string name, path, held;
+    bool young = false;
+  };
+  std::vector<Held> held;
+  auto put_back = [&](const Held& h) {
+    (void)posix::make_dirs(files::parent_dir(h.path));
+    (void)posix::publish(h.held, h.path, options_.use_hard_links);
+  };
+  auto abandon = [&](const Error& e) -> Failure {
+    for (const Held& h : held) put_back(h);
+    ::rmdir(hold.c_str());
+    return fail(e);
+  };
+  for (const std::string& name : names) {
+    auto rel = rel_of(name);
+    if (!rel.ok()) return abandon(rel.error());
+    Held h{name, dir_ + "/" + *rel, hold + "/" + held_name(*rel)};
+    if (::rename(h.path.c_str(), h.held.c_str()) != 0) {
+      if (errno == ENOENT) continue;  // gone already
+      return abandon(files::os_error(h.path, "move aside", errno).error);
+    }
+    held.push_back(std::move(h));
+  }
+  // 2. Its time read again, now that nobody can refresh it unseen.
+  for (Held& h : held) {
+    struct stat st {};
+    h.young = ::lstat(h.held.c_str(), &st) != 0 || entry_time_ms(st) >= cutoff_ms;
+  }
+  // 3. What the caller must keep, learnt after every entry was out of sight: a row
+  // published since naming one of them.
+  auto keep = spare();
+  if (!keep.ok()) return abandon(keep.error());
+  // 4. Put back what is kept, delete the rest.
+  std::vector<std::string> deleted;
+  for (const Held& h : held) {
+    if (h.young || keep->count(h.name)) {
+      put_back(h);
+      continue;
+    }
+    if (::unlink(h.held.c_str()) != 0 && errno != ENOENT) {
+      put_back(h);
+      continue;
+    }
+    deleted.push_back(h.name);
+    // A lease key's directory left empty goes too (rows/v1/<kind>/<key>/<gen>); a
+    // writer that finds it gone makes it again (put_row).
+    if (kind == EntryKind::kRow && std::count(h.name.begin(), h.name.end(), '/') >= 4) {
+      ::rmdir(files::parent_dir(h.path).c_str());
+    }
+  }
+  ::rmdir(hold.c_str());
+  return deleted;
 }
 
 }  // namespace berth::store

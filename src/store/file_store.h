@@ -20,6 +20,7 @@
 
 #include "store/object_store.h"
 #include "store/posix_io.h"
+#include "util/clock.h"
 
 namespace berth::store {
 
@@ -36,6 +37,9 @@ class FileStore : public ObjectStore {
     // false skips link() and publishes with renameat2(RENAME_NOREPLACE), as on a
     // filesystem without hard links (tests of the fallback).
     bool use_hard_links = true;
+    // What "now" is when a use refreshes an entry's time (spec 05 §10); null: the real
+    // clock. The times themselves are the file system's.
+    const Clock* clock = nullptr;
   };
 
   // Opens the store in `dir` (an absolute or relative path), creating it when missing.
@@ -68,6 +72,20 @@ class FileStore : public ObjectStore {
   Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
   Result<std::optional<std::string>> get_row(std::string_view address) override;
   Result<std::vector<std::string>> list_rows(std::string_view prefix) override;
+  Result<bool> touch_row(std::string_view address) override;
+
+  // Collection (spec 05 §10). An entry's time is the later of its mtime and its atime:
+  // a refresh sets the atime alone, so that a result hard-linked to an object keeps
+  // the mtime its stamp records (spec 04 §7). collect() renames each entry into a
+  // hidden DIR/.gc/<token>/ first, so that a writer's refresh either reaches it before
+  // (its time is then young and it is put back) or finds it gone (and writes it
+  // again); a collector that died holding entries has them put back by the next one.
+  Result<std::vector<StoreEntry>> list_objects() override;
+  Result<std::vector<StoreEntry>> list_row_entries(std::string_view prefix) override;
+  Result<std::vector<StoreEntry>> list_debris() override;
+  Result<std::vector<std::string>> collect(
+      EntryKind kind, const std::vector<std::string>& names, int64_t cutoff_ms,
+      const std::function<Result<std::set<std::string>>()>& spare) override;
 
  private:
   FileStore(std::string dir, Options options, std::unique_ptr<posix::SyncBarrier> barrier)
@@ -79,6 +97,12 @@ class FileStore : public ObjectStore {
                          const std::string& actual_hex);
   // Publishes the temporary file `tmp` as object `name`.
   Result<void> publish_object(const std::string& tmp, std::string_view name);
+  // Whether `path` exists; when its time is older than kRefreshAfter, its atime is set
+  // to now. False also when it vanished between the two (a collector took it).
+  Result<bool> refresh(const std::string& path);
+  int64_t now_ms() const;
+  // Puts back what a collector that died left in DIR/.gc/.
+  void recover_held();
 
   std::string dir_;
   Options options_;

@@ -97,4 +97,21 @@ Result<void> check_row_prefix(std::string_view prefix) {
   return check_path(prefix, 1);
 }
 
+namespace {
+Failure not_collectable(const ObjectStore& s) {
+  return fail(Errc::kUnsupported, s.describe() + ": this store cannot be collected");
+}
+}  // namespace
+
+Result<std::vector<StoreEntry>> ObjectStore::list_objects() { return not_collectable(*this); }
+Result<std::vector<StoreEntry>> ObjectStore::list_row_entries(std::string_view) {
+  return not_collectable(*this);
+}
+Result<std::vector<StoreEntry>> ObjectStore::list_debris() { return not_collectable(*this); }
+Result<std::vector<std::string>> ObjectStore::collect(
+    EntryKind, const std::vector<std::string>&, int64_t,
+    const std::function<Result<std::set<std::string>>()>&) {
+  return not_collectable(*this);
+}
+
 }  // namespace berth::store

@@ -26,11 +26,18 @@
 //     fails only for bad input (kInvalidInput: a malformed name or address) or when the
 //     backend itself fails (kIo, naming the path or URL).
 //   - Nothing is ever overwritten or deleted, except that a corrupt object copy is moved
-//     out of the way when a read detects it, so that a later put can replace it.
+//     out of the way when a read detects it, so that a later put can replace it, and
+//     that a collector (collect(), spec 05 §10) deletes what nothing kept reaches and
+//     nobody used for a grace period. Every use that a row will be built on refreshes
+//     the entry's time (has_object(), touch_row()), which is what makes that safe.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +113,26 @@ struct RowPut {
   std::string existing;
 };
 
+// ---- Collection (spec 05 §10) ----
+
+// An entry of the store as a collector lists it.
+struct StoreEntry {
+  std::string name;     // an object's name, a row's address, or debris's path in the store
+  uint64_t bytes = 0;
+  int64_t time_ms = 0;  // when it was last written or refreshed, ms since the epoch
+};
+
+enum class EntryKind {
+  kObject,
+  kRow,
+  kDebris,  // a corrupt copy moved aside, a temporary file a crashed writer left
+};
+
+// How old an entry's time may be before a use refreshes it (has_object, touch_row):
+// a use within this of the last refresh costs no write. A collector must therefore
+// take a grace period longer than this (spec 05 §10).
+inline constexpr std::chrono::milliseconds kRefreshAfter = std::chrono::hours(1);
+
 // ---- The backend interface ----
 
 class ObjectStore {
@@ -156,7 +183,9 @@ class ObjectStore {
     return get_object_to_file(name, dest_path);
   }
 
-  // True when a copy exists. Cheap, and does NOT verify: only get_* do.
+  // True when a copy exists. Cheap, and does NOT verify: only get_* do. A copy whose
+  // time is older than kRefreshAfter has it refreshed (spec 05 §10), so that a collector
+  // spares an object a caller is about to name in a row.
   virtual Result<bool> has_object(std::string_view name) = 0;
 
   // Publishes `bytes` at `address` unless a row is already there: of any number of
@@ -172,6 +201,32 @@ class ObjectStore {
   // reports and inspection: a backend may make this expensive, so the run never
   // depends on it.
   virtual Result<std::vector<std::string>> list_rows(std::string_view prefix) = 0;
+
+  // Whether the row at `address` exists, refreshing its time when it is older than
+  // kRefreshAfter: a cache hit on a row says so, so that a collector spares it (spec 05
+  // §9). Default: get_row, no refresh.
+  virtual Result<bool> touch_row(std::string_view address) {
+    BERTH_TRY(std::optional<std::string> row, get_row(address));
+    return row.has_value();
+  }
+
+  // For a collector (spec 05 §10); a backend that cannot be collected says so
+  // (kUnsupported). Every object / every row under `prefix` / every piece of debris,
+  // with its size and time.
+  virtual Result<std::vector<StoreEntry>> list_objects();
+  virtual Result<std::vector<StoreEntry>> list_row_entries(std::string_view prefix);
+  virtual Result<std::vector<StoreEntry>> list_debris();
+
+  // Deletes the entries of `kind` named in `names` whose time is still before
+  // `cutoff_ms`, in a way that cannot lose one a writer is using: each is first taken
+  // out of sight where the backend can (file://: renamed away, atomically), its time
+  // read again, then `spare` is called once — after every entry was taken away — and
+  // the entries it names, and every one found refreshed since the cutoff, are put
+  // back; the rest are deleted. Returns the names deleted. An entry already gone is
+  // skipped.
+  virtual Result<std::vector<std::string>> collect(
+      EntryKind kind, const std::vector<std::string>& names, int64_t cutoff_ms,
+      const std::function<Result<std::set<std::string>>()>& spare);
 };
 
 }  // namespace berth::store

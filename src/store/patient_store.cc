@@ -136,6 +136,28 @@ Result<std::vector<std::string>> PatientStore::list_rows(std::string_view prefix
   return patiently<std::vector<std::string>>([&] { return inner_->list_rows(prefix); });
 }
 
+Result<bool> PatientStore::touch_row(std::string_view address) {
+  return patiently<bool>([&] { return inner_->touch_row(address); });
+}
+
+Result<std::vector<StoreEntry>> PatientStore::list_objects() {
+  return patiently<std::vector<StoreEntry>>([&] { return inner_->list_objects(); });
+}
+
+Result<std::vector<StoreEntry>> PatientStore::list_row_entries(std::string_view prefix) {
+  return patiently<std::vector<StoreEntry>>([&] { return inner_->list_row_entries(prefix); });
+}
+
+Result<std::vector<StoreEntry>> PatientStore::list_debris() {
+  return patiently<std::vector<StoreEntry>>([&] { return inner_->list_debris(); });
+}
+
+Result<std::vector<std::string>> PatientStore::collect(
+    EntryKind kind, const std::vector<std::string>& names, int64_t cutoff_ms,
+    const std::function<Result<std::set<std::string>>()>& spare) {
+  return inner_->collect(kind, names, cutoff_ms, spare);
+}
+
 StoreWaits PatientStore::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

@@ -70,6 +70,16 @@ class PatientStore : public ObjectStore {
   Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
   Result<std::optional<std::string>> get_row(std::string_view address) override;
   Result<std::vector<std::string>> list_rows(std::string_view prefix) override;
+  Result<bool> touch_row(std::string_view address) override;
+  // A collector's listings and collect() are the wrapped store's, patiently; collect()
+  // itself is not repeated (it holds entries between its steps), only its failure
+  // told.
+  Result<std::vector<StoreEntry>> list_objects() override;
+  Result<std::vector<StoreEntry>> list_row_entries(std::string_view prefix) override;
+  Result<std::vector<StoreEntry>> list_debris() override;
+  Result<std::vector<std::string>> collect(
+      EntryKind kind, const std::vector<std::string>& names, int64_t cutoff_ms,
+      const std::function<Result<std::set<std::string>>()>& spare) override;
 
   ObjectStore& inner() { return *inner_; }
   StoreWaits stats() const;

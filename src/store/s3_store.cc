@@ -207,7 +207,18 @@ Result<ListPage> parse_list_page(std::string_view xml) {
   }
   ListPage page;
   for (std::string_view contents : elements(xml, "Contents")) {
-    if (auto key = first_element(contents, "Key")) page.keys.push_back(std::move(*key));
+    auto key = first_element(contents, "Key");
+    if (!key) continue;
+    page.keys.push_back(std::move(*key));
+    uint64_t size = 0;
+    std::string size_text(str::trim(first_element(contents, "Size").value_or("")));
+    if (!size_text.empty() && size_text.size() < 20 &&
+        std::all_of(size_text.begin(), size_text.end(), str::is_digit)) {
+      size = std::stoull(size_text);
+    }
+    page.sizes.push_back(size);
+    page.times_ms.push_back(
+        parse_s3_time(str::trim(first_element(contents, "LastModified").value_or(""))).value_or(0));
   }
   std::string truncated = str::to_lower(str::trim(first_element(xml, "IsTruncated").value_or("")));
   page.truncated = truncated == "true";
@@ -217,6 +228,36 @@ Result<ListPage> parse_list_page(std::string_view xml) {
     return fail(Errc::kIo, "a truncated ListObjectsV2 result without a NextContinuationToken");
   }
   return page;
+}
+
+std::optional<int64_t> parse_s3_time(std::string_view text) {
+  std::tm tm{};
+  std::string t(text);
+  int millis = 0;
+  const char* end = nullptr;
+  if (t.size() >= 20 && t[4] == '-' && t[10] == 'T') {
+    // 2024-05-01T12:00:00[.fff]Z
+    end = ::strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (end == nullptr) return std::nullopt;
+    std::string_view rest(end);
+    if (!rest.empty() && rest[0] == '.') {
+      size_t k = 1;
+      int scale = 100;
+      for (; k < rest.size() && str::is_digit(rest[k]); ++k) {
+        millis += (rest[k] - '0') * scale;
+        scale /= 10;
+      }
+      rest.remove_prefix(k);
+    }
+    if (rest != "Z") return std::nullopt;
+  } else {
+    // Wed, 01 May 2024 12:00:00 GMT
+    end = ::strptime(t.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (end == nullptr || *end != '\0') return std::nullopt;
+  }
+  time_t secs = ::timegm(&tm);
+  if (secs == static_cast<time_t>(-1)) return std::nullopt;
+  return int64_t{secs} * 1000 + millis;
 }
 
 // ---- Configuration ----
@@ -420,7 +461,9 @@ const char* conditional_writes_name(ConditionalWrites c) {
 S3Store::S3Store(S3Config config, Options options)
     : client_(std::move(config),
               options.transport ? std::move(options.transport) : std::make_shared<CurlTransport>(),
-              options.clock != nullptr ? *options.clock : Clock::real(), std::move(options.retry)) {
+              options.clock != nullptr ? *options.clock : Clock::real(), std::move(options.retry)),
+      clock_(options.clock != nullptr ? *options.clock : Clock::real()),
+      refresh_after_(options.refresh_after) {
   const std::string& prefix = client_.config().prefix;
   base_ = prefix.empty() ? "" : prefix + "/";
 }
@@ -617,6 +660,31 @@ Result<std::optional<std::string>> S3Store::get_small(const std::string& key, si
   }
 }
 
+Result<std::vector<StoreEntry>> S3Store::list_entries(const std::string& key_prefix) {
+  std::vector<StoreEntry> out;
+  std::string token;
+  for (;;) {
+    S3Request request;
+    request.query = {{"list-type", "2"}, {"prefix", key_prefix}};
+    if (!token.empty()) request.query.emplace_back("continuation-token", token);
+    BERTH_TRY(HttpResponse r, client_.send(request));
+    if (r.status != 200) return client_.failure(request, r);
+    auto page = parse_list_page(r.body);
+    if (!page.ok()) return page.error().with_context("GET " + client_.url_of(request));
+    for (size_t i = 0; i < page->keys.size(); ++i) {
+      out.push_back({std::move(page->keys[i]), page->sizes[i], page->times_ms[i]});
+    }
+    if (!page->truncated) break;
+    if (page->next_token == token) {
+      return fail(Errc::kIo, fmt::format("GET {}: the server returned the same continuation "
+                                         "token twice",
+                                         client_.url_of(request)));
+    }
+    token = page->next_token;
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> S3Store::list_keys(const std::string& key_prefix, int max_keys) {
   std::vector<std::string> out;
   std::string token;
@@ -678,6 +746,17 @@ Result<std::string> S3Store::put_object(std::string_view bytes) {
   if (!put.ok()) {
     if (repair) remember_corrupt(name);
     return put.error();
+  }
+  if (*put == Put::kExisted) {
+    // Already there: in use again, so refreshed (spec 05 §10); taken meanwhile, put again.
+    BERTH_TRY(bool there, refresh(object_key(name)));
+    if (!there) {
+      S3Request again;
+      again.body = std::string(bytes);
+      again.payload_hash = hex_of(name);
+      BERTH_TRY(Put p, put_key(object_key(name), std::move(again), true));
+      (void)p;
+    }
   }
   return name;
 }
@@ -793,13 +872,126 @@ Result<ObjectRead> S3Store::get_object_to_file(std::string_view name,
 
 Result<bool> S3Store::has_object(std::string_view name) {
   BERTH_CHECK(check_object_name(name));
+  return refresh(object_key(name));
+}
+
+Result<bool> S3Store::touch_row(std::string_view address) {
+  BERTH_CHECK(check_row_address(address));
+  return refresh(row_key(address));
+}
+
+int64_t S3Store::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall().time_since_epoch())
+      .count();
+}
+
+Result<std::optional<int64_t>> S3Store::head_time(const std::string& key) {
   S3Request request;
   request.method = "HEAD";
-  request.key = object_key(name);
+  request.key = key;
   BERTH_TRY(HttpResponse r, client_.send(request));
-  if (r.status == 200) return true;
-  if (r.status == 404) return false;
-  return client_.failure(request, r);
+  if (r.status == 404) return std::optional<int64_t>();
+  if (r.status != 200) return client_.failure(request, r);
+  return std::optional<int64_t>(parse_s3_time(r.header("last-modified")).value_or(0));
+}
+
+Result<bool> S3Store::refresh(const std::string& key) {
+  BERTH_TRY(std::optional<int64_t> t, head_time(key));
+  if (!t) return false;
+  // 0: the server sent no Last-Modified it could read, and nothing can be learnt.
+  if (*t == 0 || now_ms() - *t < refresh_after_.count()) return true;
+  // A copy onto itself makes a new Last-Modified (spec 05 §10); the bytes are the same.
+  S3Request request;
+  request.method = "PUT";
+  request.key = key;
+  request.headers.emplace_back("x-amz-copy-source",
+                               "/" + client_.config().bucket + "/" + sigv4::uri_encode(key, true));
+  request.headers.emplace_back("x-amz-metadata-directive", "REPLACE");
+  BERTH_TRY(HttpResponse r, client_.send(request));
+  if (r.status == 404) return false;  // a collector took it meanwhile
+  // A server that will not copy (an error answer) leaves the entry as it was: it is
+  // there, and a collector's grace period is all that protects it (spec 05 §10).
+  return true;
+}
+
+Result<std::vector<StoreEntry>> S3Store::list_objects() {
+  BERTH_TRY(std::vector<StoreEntry> keys, list_entries(base_ + "objects/"));
+  std::vector<StoreEntry> out;
+  for (auto& e : keys) {
+    std::string rel = e.name.substr(std::min(e.name.size(), base_.size() + 8));  // "ab/cdef…"
+    if (rel.size() != 65 || rel[2] != '/') continue;
+    std::string name = std::string(kObjectNamePrefix) + rel.substr(0, 2) + rel.substr(3);
+    if (!check_object_name(name).ok()) continue;
+    out.push_back({std::move(name), e.bytes, e.time_ms});
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::vector<StoreEntry>> S3Store::list_row_entries(std::string_view prefix) {
+  BERTH_CHECK(check_row_prefix(prefix));
+  std::string p(prefix);
+  if (p.back() == '/') p.pop_back();
+  BERTH_TRY(std::vector<StoreEntry> keys, list_entries(base_ + p));
+  std::vector<StoreEntry> out;
+  for (auto& e : keys) {
+    if (e.name.rfind(base_, 0) != 0) continue;
+    std::string rel = e.name.substr(base_.size());
+    if (rel != p && rel.rfind(p + "/", 0) != 0) continue;
+    out.push_back({std::move(rel), e.bytes, e.time_ms});
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::vector<StoreEntry>> S3Store::list_debris() {
+  // What open() wrote to learn the server's conditional writes and could not delete.
+  BERTH_TRY(std::vector<StoreEntry> keys, list_entries(base_ + "probe/"));
+  for (auto& e : keys) e.name = e.name.substr(base_.size());
+  return keys;
+}
+
+Result<std::vector<std::string>> S3Store::collect(
+    EntryKind kind, const std::vector<std::string>& names, int64_t cutoff_ms,
+    const std::function<Result<std::set<std::string>>()>& spare) {
+  auto key_of = [&](const std::string& name) -> Result<std::string> {
+    switch (kind) {
+      case EntryKind::kObject:
+        BERTH_CHECK(check_object_name(name));
+        return object_key(name);
+      case EntryKind::kRow:
+        BERTH_CHECK(check_row_address(name));
+        return row_key(name);
+      case EntryKind::kDebris:
+        if (name.rfind("probe/", 0) != 0) {
+          return fail(Errc::kInvalidInput, "not debris of this store: " + name);
+        }
+        return base_ + name;
+    }
+    return fail(Errc::kInternal, "unknown entry kind");
+  };
+  // S3 has no rename to take an entry out of sight: its time is read just before it is
+  // deleted, after `spare` has answered (spec 05 §10 says what that leaves open).
+  std::vector<std::pair<std::string, std::string>> old;  // name, key
+  for (const std::string& name : names) {
+    BERTH_TRY(std::string key, key_of(name));
+    BERTH_TRY(std::optional<int64_t> t, head_time(key));
+    if (t && *t < cutoff_ms) old.emplace_back(name, std::move(key));
+  }
+  BERTH_TRY(std::set<std::string> keep, spare());
+  std::vector<std::string> deleted;
+  for (const auto& [name, key] : old) {
+    if (keep.count(name)) continue;
+    BERTH_TRY(std::optional<int64_t> t, head_time(key));
+    if (!t || *t >= cutoff_ms) continue;
+    S3Request request;
+    request.method = "DELETE";
+    request.key = key;
+    BERTH_TRY(HttpResponse r, client_.send(request));
+    if (r.status / 100 != 2 && r.status != 404) return client_.failure(request, r);
+    deleted.push_back(name);
+  }
+  return deleted;
 }
 
 Result<RowPut> S3Store::put_row(std::string_view address, std::string_view bytes) {

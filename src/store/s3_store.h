@@ -90,10 +90,19 @@ S3ErrorBody parse_s3_error(std::string_view xml);
 // ListBucketResult, or says it is truncated without a continuation token.
 struct ListPage {
   std::vector<std::string> keys;  // <Contents><Key>, decoded, in the order sent
+  // Per key, in the same order: <Size> (0 when absent) and <LastModified> in ms since
+  // the epoch (0 when absent or unreadable).
+  std::vector<uint64_t> sizes;
+  std::vector<int64_t> times_ms;
   bool truncated = false;
   std::string next_token;
 };
 Result<ListPage> parse_list_page(std::string_view xml);
+
+// A time as S3 writes it — ISO 8601 in a listing ("2024-05-01T12:00:00.000Z") or an
+// HTTP date in Last-Modified ("Wed, 01 May 2024 12:00:00 GMT") — in ms since the
+// epoch; nullopt for anything else.
+std::optional<int64_t> parse_s3_time(std::string_view text);
 
 // ---- Signed requests ----
 
@@ -169,6 +178,9 @@ class S3Store : public ObjectStore {
     std::shared_ptr<HttpTransport> transport;  // default: a CurlTransport
     const Clock* clock = nullptr;              // default: Clock::real() (request dates)
     RetryPolicy retry;
+    // How old an entry's Last-Modified may be before a use copies it onto itself
+    // (spec 05 §10); a test of a live server makes every use a copy with 0.
+    std::chrono::milliseconds refresh_after = kRefreshAfter;
   };
 
   // Opens the store at s3://bucket/prefix: checks FORMAT (creating it when the prefix
@@ -201,9 +213,29 @@ class S3Store : public ObjectStore {
   Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
   Result<std::optional<std::string>> get_row(std::string_view address) override;
   Result<std::vector<std::string>> list_rows(std::string_view prefix) override;
+  Result<bool> touch_row(std::string_view address) override;
+
+  // Collection (spec 05 §10): an entry's time is its Last-Modified, and a refresh is a
+  // copy of the key onto itself (x-amz-metadata-directive: REPLACE). S3 has no rename,
+  // so collect() reads each time with HEAD just before its DELETE; debris is what an
+  // open() left under probe/.
+  Result<std::vector<StoreEntry>> list_objects() override;
+  Result<std::vector<StoreEntry>> list_row_entries(std::string_view prefix) override;
+  Result<std::vector<StoreEntry>> list_debris() override;
+  Result<std::vector<std::string>> collect(
+      EntryKind kind, const std::vector<std::string>& names, int64_t cutoff_ms,
+      const std::function<Result<std::set<std::string>>()>& spare) override;
 
  private:
   S3Store(S3Config config, Options options);
+  int64_t now_ms() const;
+  // HEAD: the key's Last-Modified (0 when the server sent none it could read), or
+  // nullopt when there is no such key.
+  Result<std::optional<int64_t>> head_time(const std::string& key);
+  // Whether `key` exists; older than kRefreshAfter, it is copied onto itself.
+  Result<bool> refresh(const std::string& key);
+  // Every key under `key_prefix` with its size and time, all pages.
+  Result<std::vector<StoreEntry>> list_entries(const std::string& key_prefix);
 
   enum class Put { kCreated, kExisted };
   // PUTs `body` (or the file) at `key`: conditionally unless the server refuses that
@@ -231,6 +263,8 @@ class S3Store : public ObjectStore {
   bool take_corrupt(std::string_view name);
 
   S3Client client_;
+  const Clock& clock_;
+  std::chrono::milliseconds refresh_after_;
   std::string base_;  // "<prefix>/" or ""
   ConditionalWrites conditional_ = ConditionalWrites::kHonoured;
   bool etag_is_md5_ = false;  // FORMAT's ETag was the MD5 of its bytes (found at open)

@@ -8,6 +8,7 @@
 // s3_skip_reason(), defined at the end of this file.
 #include "store/s3_store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <unistd.h>
@@ -60,6 +61,24 @@ std::string md5_hex(std::string_view s) {
   return to_hex(out, len);
 }
 
+// Times as S3 writes them: an HTTP date (Last-Modified) and ISO 8601 (a listing).
+std::string http_date(int64_t ms) {
+  time_t t = static_cast<time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return buf;
+}
+std::string iso_date(int64_t ms) {
+  time_t t = static_cast<time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, ms % 1000);
+}
+
 // An S3 bucket in memory: PUT (with If-None-Match handled as `mode` says), GET, HEAD,
 // DELETE, ListObjectsV2 in pages of `page_size`. It insists on what a real server
 // checks: a SigV4 Authorization header and x-amz-content-sha256 equal to the hash of
@@ -77,9 +96,10 @@ class FakeS3 {
       injected_.pop_front();
       return r;
     }
-    std::string hdr_auth, hdr_hash, hdr_inm, hdr_host;
+    std::string hdr_auth, hdr_hash, hdr_inm, hdr_host, hdr_copy;
     for (const auto& [k, v] : req.headers) {
       std::string lk = str::to_lower(k);
+      if (lk == "x-amz-copy-source") hdr_copy = percent_decode(v);
       if (lk == "authorization") hdr_auth = v;
       if (lk == "x-amz-content-sha256") hdr_hash = v;
       if (lk == "if-none-match") hdr_inm = v;
@@ -108,6 +128,19 @@ class FakeS3 {
       return xml_error(404, "NoSuchBucket", "The specified bucket does not exist.");
 
     if (key.empty() && req.method == "GET") return list(query);
+    if (req.method == "PUT" && !hdr_copy.empty()) {
+      // CopyObject: "/bkt/key" onto `key`, a new Last-Modified.
+      std::string from = hdr_copy.substr(std::min(hdr_copy.size(), bucket.size() + 2));
+      auto src = objects_.find(from);
+      if (src == objects_.end()) return xml_error(404, "NoSuchKey", "no copy source");
+      objects_[key] = src->second;
+      times_[key] = now_ms;
+      ++copies_;
+      HttpResponse ok;
+      ok.status = 200;
+      ok.body = "<CopyObjectResult></CopyObjectResult>";
+      return ok;
+    }
     if (req.method == "PUT") {
       if (!hdr_inm.empty() && mode_ == Mode::kRefuse) {
         return xml_error(501, "NotImplemented", "Conditional object PUTs are not supported.");
@@ -117,6 +150,7 @@ class FakeS3 {
                          "At least one of the pre-conditions you specified did not hold");
       }
       objects_[key] = req.body;
+      times_[key] = now_ms;
       ++puts_;
       if (after_put) {
         auto hook = after_put;
@@ -145,6 +179,7 @@ class FakeS3 {
     HttpResponse r;
     r.status = 200;
     r.headers.emplace_back("etag", "\"" + md5_hex(it->second) + "\"");
+    r.headers.emplace_back("last-modified", http_date(times_[key]));
     if (req.method == "GET") r.body = it->second;
     return r;
   }
@@ -175,7 +210,9 @@ class FakeS3 {
         truncated = true;
         break;
       }
-      body += "<Contents><Key>" + str::xml_escape(it->first) + "</Key><Size>1</Size></Contents>";
+      body += "<Contents><Key>" + str::xml_escape(it->first) + "</Key><LastModified>" +
+              iso_date(times_[it->first]) + "</LastModified><Size>" +
+              std::to_string(it->second.size()) + "</Size></Contents>";
       last = it->first;
       ++n;
     }
@@ -220,6 +257,24 @@ class FakeS3 {
 
   size_t page_size = 2;
   std::function<void(const std::string& key)> after_put;  // called unlocked
+  // The server's clock: every write's Last-Modified (a test moves it).
+  int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  int copies() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return copies_;
+  }
+  void set_time(const std::string& key, int64_t ms) {
+    std::lock_guard<std::mutex> lock(mu_);
+    times_[key] = ms;
+  }
+  std::vector<std::string> keys() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [k, v] : objects_) out.push_back(k);
+    return out;
+  }
   int lists_ = 0;
   int continued_lists_ = 0;
 
@@ -227,6 +282,8 @@ class FakeS3 {
   mutable std::mutex mu_;
   Mode mode_;
   std::map<std::string, std::string> objects_;
+  std::map<std::string, int64_t> times_;
+  int copies_ = 0;
   std::deque<Result<HttpResponse>> injected_;
   int requests_ = 0;
   int puts_ = 0;
@@ -765,6 +822,80 @@ TEST(S3Xml, ListPagesFromATable) {
   EXPECT_TRUE(prefixes->keys.empty());
 }
 
+TEST(S3Xml, TimesInBothFormsS3WritesThem) {
+  EXPECT_EQ(parse_s3_time("2023-11-14T22:13:20.000Z"), int64_t{1'700'000'000'000});
+  EXPECT_EQ(parse_s3_time("2023-11-14T22:13:20.25Z"), int64_t{1'700'000'000'250});
+  EXPECT_EQ(parse_s3_time("2023-11-14T22:13:20Z"), int64_t{1'700'000'000'000});
+  EXPECT_EQ(parse_s3_time("Tue, 14 Nov 2023 22:13:20 GMT"), int64_t{1'700'000'000'000});
+  for (const char* bad : {"", "yesterday", "2023-11-14 22:13:20", "2023-11-14T22:13:20",
+                          "Tue, 14 Nov 2023 22:13:20", "Tue, 14 Nov 2023 22:13:20 GMT x"}) {
+    EXPECT_EQ(parse_s3_time(bad), std::nullopt) << bad;
+  }
+  auto page = parse_list_page(
+      "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>k</Key>"
+      "<LastModified>2023-11-14T22:13:20.000Z</LastModified><Size>12</Size></Contents>"
+      "<Contents><Key>j</Key><Size>x</Size></Contents></ListBucketResult>");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->sizes, (std::vector<uint64_t>{12, 0}));
+  EXPECT_EQ(page->times_ms, (std::vector<int64_t>{1'700'000'000'000, 0}));
+}
+
+// ---- Collection (spec 05 §10) ----
+
+TEST(S3Store, AUseOfAnOldObjectCopiesItOntoItselfAndAYoungOneIsLeft) {
+  FakeSetup f(FakeS3::Mode::kHonour);
+  auto s = f.open();
+  ASSERT_TRUE(s.ok());
+  auto name = (*s)->put_object("kept");
+  ASSERT_TRUE(name.ok());
+  std::string key = (*s)->object_key(*name);
+  EXPECT_TRUE(*(*s)->has_object(*name));
+  EXPECT_EQ(f.server->copies(), 0) << "young: no write";
+  f.server->set_time(key, f.server->now_ms - 2 * 3600 * 1000);
+  EXPECT_TRUE(*(*s)->has_object(*name));
+  EXPECT_EQ(f.server->copies(), 1);
+  EXPECT_EQ(f.server->get(key), "kept");
+  // A row too; and a put of an object already there refreshes it.
+  ASSERT_TRUE((*s)->put_row("rows/v1/steps/k", "row").ok());
+  f.server->set_time("runs/1/rows/v1/steps/k", 0 + 1000);
+  EXPECT_TRUE(*(*s)->touch_row("rows/v1/steps/k"));
+  EXPECT_EQ(f.server->copies(), 2);
+  f.server->set_time(key, 1000);
+  ASSERT_TRUE((*s)->put_object("kept").ok());
+  EXPECT_EQ(f.server->copies(), 3);
+}
+
+TEST(S3Store, CollectDeletesWhatIsStillOldAndNotSpared) {
+  FakeSetup f(FakeS3::Mode::kHonour);
+  auto s = f.open();
+  ASSERT_TRUE(s.ok());
+  int64_t day_ago = f.server->now_ms - 24 * 3600 * 1000;
+  int64_t cutoff = f.server->now_ms - 2 * 3600 * 1000;
+  std::vector<std::string> names;
+  for (const char* b : {"old", "spared", "refreshed", "young"}) {
+    auto n = (*s)->put_object(b);
+    ASSERT_TRUE(n.ok());
+    names.push_back(*n);
+    if (std::string(b) != "young") f.server->set_time((*s)->object_key(*n), day_ago);
+  }
+  auto listed = (*s)->list_objects();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 4u);
+  for (const auto& e : *listed) EXPECT_EQ(e.bytes, e.name == names[3] ? 5u : e.bytes);
+  auto gone = (*s)->collect(EntryKind::kObject, names, cutoff,
+                            [&]() -> Result<std::set<std::string>> {
+                              // Meanwhile: a writer uses one; a new row names another.
+                              EXPECT_TRUE(*(*s)->has_object(names[2]));
+                              return std::set<std::string>{names[1]};
+                            });
+  ASSERT_TRUE(gone.ok()) << gone.error().message();
+  EXPECT_EQ(*gone, std::vector<std::string>{names[0]});
+  EXPECT_FALSE(*(*s)->has_object(names[0]));
+  for (size_t i = 1; i < 4; ++i) EXPECT_TRUE((*s)->get_object(names[i])->present()) << i;
+  auto rows = (*s)->list_row_entries("rows");
+  ASSERT_TRUE(rows.ok());
+}
+
 // ---- Configuration ----
 
 Env env_of(std::initializer_list<std::pair<const char*, const char*>> vars) {
@@ -898,6 +1029,41 @@ TEST_P(S3Live, OpenStoreFromAUrlAndEnvironment) {
   ASSERT_TRUE(s.ok()) << s.error().message();
   EXPECT_EQ((*s)->describe(), url + " (" + std::getenv(server.env_var) + ")");
   EXPECT_TRUE((*s)->put_row(row_address("steps", "k"), "v")->created);
+}
+
+TEST_P(S3Live, AUseCopiesAnEntryOntoItselfAndCollectDeletesWhatIsOld) {
+  const auto& server = GetParam();
+  ASSERT_TRUE(testing::ensure_bucket(server).ok());
+  S3Store::Options o;
+  o.refresh_after = std::chrono::milliseconds(0);  // every use refreshes
+  auto s = S3Store::open(testing::live_config(server, testing::unique_prefix()), o);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto a = (*s)->put_object("collected");
+  auto b = (*s)->put_object("spared");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*s)->put_row("rows/v1/steps/k", "row").ok());
+  // The copy onto itself is accepted, and keeps the bytes.
+  EXPECT_TRUE(*(*s)->has_object(*a));
+  EXPECT_TRUE(*(*s)->touch_row("rows/v1/steps/k"));
+  EXPECT_TRUE((*s)->get_object(*a)->present());
+  EXPECT_EQ(**(*s)->get_row("rows/v1/steps/k"), "row");
+  auto listed = (*s)->list_objects();
+  ASSERT_TRUE(listed.ok()) << listed.error().message();
+  ASSERT_EQ(listed->size(), 2u);
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  for (const auto& e : *listed) {
+    EXPECT_GT(e.time_ms, now - 3600'000) << "a listing's LastModified is read";
+    EXPECT_GT(e.bytes, 0u);
+  }
+  // Everything is "old" against a cutoff a minute ahead.
+  auto gone = (*s)->collect(EntryKind::kObject, {*a, *b}, now + 60'000,
+                            [&]() -> Result<std::set<std::string>> { return std::set{*b}; });
+  ASSERT_TRUE(gone.ok()) << gone.error().message();
+  EXPECT_EQ(*gone, std::vector<std::string>{*a});
+  EXPECT_FALSE(*(*s)->has_object(*a));
+  EXPECT_TRUE((*s)->get_object(*b)->present());
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, S3Live, ::testing::Values(testing::kSwift, testing::kS3rver),

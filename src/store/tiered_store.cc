@@ -88,9 +88,22 @@ Result<ObjectRead> TieredStore::materialize(std::string_view name, const std::st
 }
 
 Result<bool> TieredStore::has_object(std::string_view name) {
+  // The shared tier is asked even when the local one has a copy: a row built on this
+  // answer names an object every worker must find, and the question refreshes its time
+  // there so that a collector spares it (spec 05 §10). Gone from the shared tier but
+  // here, it is put back from here.
+  BERTH_TRY(bool there, shared_->has_object(name));
+  if (there) return true;
   BERTH_TRY(bool here, local_->has_object(name));
-  if (here) return true;
-  return shared_->has_object(name);
+  if (!here) return false;
+  BERTH_TRY(ObjectRead local, local_->get_object(name));
+  if (!local.present()) return false;
+  BERTH_TRY(std::string put, shared_->put_object(local.bytes));
+  return put == name;
+}
+
+Result<bool> TieredStore::touch_row(std::string_view address) {
+  return shared_->touch_row(address);
 }
 
 Result<RowPut> TieredStore::put_row(std::string_view address, std::string_view bytes) {

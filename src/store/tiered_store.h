@@ -43,7 +43,10 @@ class TieredStore : public ObjectStore {
                                         const std::string& dest_path) override;
   // From the local tier (a hard link where it can), after fetching into it on a miss.
   Result<ObjectRead> materialize(std::string_view name, const std::string& dest_path) override;
+  // Present in the shared tier (refreshed there, spec 05 §10); an object only the local
+  // tier still holds is copied up first.
   Result<bool> has_object(std::string_view name) override;
+  Result<bool> touch_row(std::string_view address) override;
   Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
   Result<std::optional<std::string>> get_row(std::string_view address) override;
   Result<std::vector<std::string>> list_rows(std::string_view prefix) override;

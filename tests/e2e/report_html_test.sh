@@ -91,7 +91,7 @@ mkdir "$T/f"
 cat >"$T/f/pipeline.toml" <<'X'
 [[step]]
 name = "bad"
-run = "echo broken >&2; exit 3"
+run = "exec >&2; echo starting; echo '<b>broken</b> & gone'; exit 3"
 outputs = ["o"]
 [[step]]
 name = "after-bad"
@@ -114,4 +114,50 @@ expect_contains "failed row: reason in the table" \
   "$(grep -o '<tr class="failed" data-step="bad">.*</tr>' <<<"$DOM")" "exited with status 3"
 expect_contains "skipped row" "$(grep -o '<tr class="skipped" data-step="after-bad">' <<<"$DOM")" \
   "skipped"
+
+# The failed step's log: its last lines under its row, escaped (no element made of
+# them), and a link from every step that ran to its log, embedded in the page.
+cat >"$T/check_logs.py" <<'PY'
+import sys
+from html.parser import HTMLParser
+
+class P(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.tails, self.links, self.sections, self.bold = [], {}, {}, {}, 0
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.stack.append((tag, a))
+        if tag == "b":
+            self.bold += 1
+        if tag == "a" and a.get("class") == "log":
+            row = next((x for t, x in reversed(self.stack) if t == "tr"), {})
+            self.links[row.get("data-step")] = a.get("href")
+    def handle_endtag(self, tag):
+        while self.stack and self.stack.pop()[0] != tag:
+            pass
+    def handle_data(self, data):
+        tags = [t for t, _ in self.stack]
+        if "pre" not in tags:
+            return
+        for t, a in reversed(self.stack):
+            if t == "tr" and a.get("class") == "log-tail":
+                self.tails[a["data-step"]] = self.tails.get(a["data-step"], "") + data
+                return
+            if t == "section" and a.get("class") == "log":
+                self.sections[a["id"]] = self.sections.get(a["id"], "") + data
+                return
+
+p = P()
+p.feed(sys.stdin.read())
+good_link = p.links.get("good")
+bad_link = p.links.get("bad", "")
+print(f"tail={p.tails.get('bad', '')!r} bold={p.bold} "
+      f"links={sorted(k for k in p.links if k)} "
+      f"bad_log={p.sections.get(bad_link.lstrip('#'), '')!r} "
+      f"good_log={p.sections.get((good_link or '').lstrip('#'), '')!r}")
+PY
+expect_eq "failed step: last lines escaped, logs linked and embedded" \
+  "$(python3 "$T/check_logs.py" <<<"$DOM")" \
+  "tail='starting\\n<b>broken</b> & gone' bold=0 links=['bad', 'good'] bad_log='starting\\n<b>broken</b> & gone\\n' good_log=''"
 finish

@@ -142,7 +142,8 @@ run store cat "rows/v1/leases/$key/2" --store "$ST"
 expect_eq "flaky: generation 2 is the successful claim" "$RC" 0
 [[ -s $T/results/flaky/o ]] && ok "flaky: the output is there" || fail "flaky: no output"
 
-# --- Divergence: two workers compute one key at once (a lease too short for the step).
+# --- Divergence: two workers compute one key at once (a worker stalled past its lease:
+# it cannot extend its claims, they expire and are taken while its steps still run).
 # Same meaning, other bytes (a comment line the canonicaliser drops): no divergence.
 # Other meaning: the loser reports the step and both canonical hashes.
 cat >"$T/div.toml" <<X
@@ -157,12 +158,18 @@ run = "echo \$\$ >> $T/differ.log; while [ ! -e $T/div.go ]; do sleep 0.05; done
 outputs = ["o"]
 X
 SLOTS=2 start_worker d1 "$T/div.toml" --lease 1s
+for _ in $(seq 300); do
+  [[ $(cat "$T/same.log" "$T/differ.log" 2>/dev/null | wc -l) -ge 2 ]] && break; sleep 0.05
+done
+berth_d1=$(pgrep -P "$pid_d1")
+kill -STOP "$berth_d1"
 SLOTS=2 start_worker d2 "$T/div.toml" --lease 1s
 for _ in $(seq 300); do
   [[ $(cat "$T/same.log" "$T/differ.log" 2>/dev/null | wc -l) -ge 4 ]] && break; sleep 0.05
 done
 expect_eq "divergence: each step was started by both workers" \
   "$(cat "$T/same.log" "$T/differ.log" 2>/dev/null | wc -l)" 4
+kill -CONT "$berth_d1"
 touch "$T/div.go"
 wait_worker d1; rc1=$WRC
 wait_worker d2; rc2=$WRC

@@ -6,7 +6,8 @@
 //   - it agrees with a full parse: a digest means the bytes are one JSON object with
 //     an "outputs" member; and when the full parse has no key given twice (nlohmann
 //     keeps the last, the reader merges), every output record the full parse holds as
-//     an object is in the digest, with the same string fields, and no other.
+//     an object is in the digest, with the same string fields, and no other; and its
+//     top-level "log" is the digest's when it is a string.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -53,5 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (strings != it->second.size()) abort();
   }
   if (objects != c->outputs.size()) abort();
+  // The top-level "log" when it is a string, and nothing else.
+  std::string log = again.contains("log") && again["log"].is_string() ? again["log"].get<std::string>() : "";
+  if (c->log != log) abort();
   return 0;
 }
