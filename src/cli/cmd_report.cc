@@ -14,25 +14,11 @@
 #include "pipeline/session.h"
 #include "store/object_store.h"
 #include "util/files.h"
-#include "util/strings.h"
 
 namespace berth::cli {
 namespace {
 
 using pipeline::berth_dir_for;
-
-Result<nlohmann::json> last_run(const std::string& pipeline) {
-  std::string path = berth_dir_for(pipeline) + "/last-run.json";
-  BERTH_TRY(std::string text, files::read_file(path));
-  if (str::json_deeper_than(text, pipeline::kMaxReportDepth)) {
-    return fail(Errc::kInvalidInput, fmt::format("{}: not a run report (nested more than {} "
-                                                 "levels deep)",
-                                                 path, pipeline::kMaxReportDepth));
-  }
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) return fail(Errc::kInvalidInput, path + ": not a run report");
-  return j;
-}
 
 struct ReportFlags {
   std::string pipeline = "pipeline.toml";
@@ -41,7 +27,7 @@ struct ReportFlags {
 };
 
 int run_report(const ReportFlags& f) {
-  auto j = last_run(f.pipeline);
+  auto j = pipeline::last_run_report(f.pipeline);
   if (!j.ok()) return report(j.error().with_context("berth report"));
   if (!f.html.empty()) {
     pipeline::RunReport r;
@@ -85,7 +71,7 @@ struct MethodsFlags {
 };
 
 int run_methods(const MethodsFlags& f) {
-  auto j = last_run(f.pipeline);
+  auto j = pipeline::last_run_report(f.pipeline);
   if (!j.ok()) return report(j.error().with_context("berth methods"));
   std::string url = f.store.empty() ? "file://" + berth_dir_for(f.pipeline) + "/store" : f.store;
   auto store = open_store_url(url);

@@ -291,6 +291,45 @@ std::optional<size_t> Graph::find(std::string_view step_name) const {
   return std::nullopt;
 }
 
+Result<void> select_steps(Graph& graph, const std::vector<std::string>& targets) {
+  if (targets.empty()) return Ok{};
+  std::vector<bool> keep(graph.steps.size(), false);
+  std::vector<size_t> todo;
+  for (const auto& t : targets) {
+    auto i = graph.find(t);
+    if (!i) {
+      return fail(Errc::kNotFound,
+                  fmt::format("target '{}' is not a step of {}", str::printable(t), graph.path));
+    }
+    todo.push_back(*i);
+  }
+  while (!todo.empty()) {
+    size_t i = todo.back();
+    todo.pop_back();
+    if (keep[i]) continue;
+    keep[i] = true;
+    for (size_t d : graph.steps[i].deps) todo.push_back(d);
+  }
+  // Old index -> new: every dep of a kept step is kept, and comes before it.
+  std::vector<size_t> renumber(graph.steps.size(), 0);
+  std::vector<Step> kept;
+  for (size_t i = 0; i < graph.steps.size(); ++i) {
+    if (!keep[i]) continue;
+    renumber[i] = kept.size();
+    kept.push_back(std::move(graph.steps[i]));
+  }
+  for (Step& s : kept) {
+    for (size_t& d : s.deps) d = renumber[d];
+    for (auto& [name, input] : s.inputs) {
+      for (InputItem& item : input.items) {
+        if (item.kind == InputItem::Kind::kStepOutput) item.step = renumber[item.step];
+      }
+    }
+  }
+  graph.steps = std::move(kept);
+  return Ok{};
+}
+
 Result<Graph> expand(const PipelineFile& file, const FileExists& exists) {
   Graph g;
   g.path = file.path;

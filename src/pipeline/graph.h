@@ -89,4 +89,10 @@ using FileExists = std::function<bool(const std::string& path)>;
 // steps around it, in data-flow order).
 Result<Graph> expand(const PipelineFile& file, const FileExists& exists);
 
+// Keeps the steps named by `targets` and every step they read from, transitively, in
+// the graph's order (a run of part of a pipeline: berth.run(..., targets=[...])).
+// Fails (kNotFound) on a name that is no step of the graph, naming it; an empty
+// `targets` keeps every step.
+Result<void> select_steps(Graph& graph, const std::vector<std::string>& targets);
+
 }  // namespace berth::pipeline

@@ -55,6 +55,59 @@ TEST(Graph, ExpandsTheSpecExample) {
   EXPECT_EQ(g->find("nope"), std::nullopt);
 }
 
+TEST(Graph, SelectStepsKeepsTargetsAndWhatTheyRead) {
+  auto g = expand_text(testdata::kSpecExample,
+                       only({"w/data/a.txt", "w/data/b.txt", "w/data/c.txt"}), "w/example.toml");
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  Graph one = *g;
+  ASSERT_TRUE(select_steps(one, {"count-b"}).ok());
+  EXPECT_EQ(names(one), (std::vector<std::string>{"count-b"}));
+  EXPECT_TRUE(one.steps[0].deps.empty());
+
+  // total reads every count: all four stay, in order, with their indices intact.
+  Graph all = *g;
+  ASSERT_TRUE(select_steps(all, {"total"}).ok());
+  EXPECT_EQ(names(all), names(*g));
+  EXPECT_EQ(all.steps[3].deps, (std::vector<size_t>{0, 1, 2}));
+
+  // Nothing named: everything.
+  Graph none = *g;
+  ASSERT_TRUE(select_steps(none, {}).ok());
+  EXPECT_EQ(names(none), names(*g));
+
+  auto bad = select_steps(none, {"count-z"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), Errc::kNotFound);
+  EXPECT_NE(bad.error().message().find("target 'count-z' is not a step of w/example.toml"),
+            std::string::npos)
+      << bad.error().message();
+}
+
+TEST(Graph, SelectStepsRenumbersWhatKeptStepsRead) {
+  auto g = expand_text(R"(
+[pipeline]
+name = "p"
+[[step]]
+name = "a"
+run = "echo a > {out.x}"
+outputs = ["x"]
+[[step]]
+name = "b"
+run = "echo b > {out.y}"
+outputs = ["y"]
+[[step]]
+name = "c"
+run = "cat {in.y} > {out.z}"
+inputs = { y = "@b/y" }
+outputs = ["z"]
+)");
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  ASSERT_TRUE(select_steps(*g, {"c"}).ok());
+  EXPECT_EQ(names(*g), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(g->steps[1].deps, (std::vector<size_t>{0}));
+  EXPECT_EQ(g->steps[1].inputs.at("y").items[0].step, 0u);
+}
+
 TEST(Graph, ForeachIsACartesianProductKeysSortedValuesInOrder) {
   auto g = expand_text(R"(
 [[step]]

@@ -34,6 +34,19 @@ std::string berth_dir_for(const std::string& pipeline_path) {
   return (p / ".berth").string();
 }
 
+Result<nlohmann::json> last_run_report(const std::string& pipeline_path) {
+  std::string path = berth_dir_for(pipeline_path) + "/last-run.json";
+  BERTH_TRY(std::string text, files::read_file(path));
+  if (str::json_deeper_than(text, kMaxReportDepth)) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("{}: not a run report (nested more than {} levels deep)", path,
+                            kMaxReportDepth));
+  }
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return fail(Errc::kInvalidInput, path + ": not a run report");
+  return j;
+}
+
 namespace {
 
 std::string platform() {
@@ -194,6 +207,7 @@ Session::~Session() = default;
 Result<void> Session::State::load_graph() {
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
   BERTH_TRY(Graph g, expand(file, [](const std::string& p) { return files::exists(p); }));
+  BERTH_CHECK(select_steps(g, o.targets));
   graph = std::move(g);
   return Ok{};
 }
@@ -215,7 +229,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
       o.results.empty() ? (fs::path(s.bdir).parent_path() / "results").string() : o.results;
   s.cwd = fs::current_path().string();
   s.abs_results = fs::absolute(s.results_dir).lexically_normal().string();
-  s.may_settle = !o.dry_run && !o.worker;
+  s.may_settle = !o.dry_run && !o.worker && o.targets.empty();
   if (s.may_settle) {
     std::string cache_dir = o.cache.empty() ? s.bdir + "/cache" : fs::absolute(o.cache).string();
     std::string ix = cache_dir + "/index.sqlite";

@@ -46,6 +46,9 @@ struct SessionOptions {
   std::string cache;     // the cache directory; "" = <dir>/.berth/cache (a worker's own)
   bool dry_run = false;
   bool fail_fast = false;
+  // Run only these steps and what they read from (graph.h select_steps); empty = every
+  // step. A run of part of a pipeline neither answers from nor leaves a settled record.
+  std::vector<std::string> targets;
   std::optional<std::string> worker;  // worker mode; "" = a generated name
   std::string lease = "10m";          // how long a worker's claim holds (spec 06)
   std::string engine_version;         // "berth 0.1.0 (commit …)": provenance, settled context
@@ -108,5 +111,10 @@ class Session {
 
 // Where a pipeline keeps its state: .berth/ beside the file.
 std::string berth_dir_for(const std::string& pipeline_path);
+
+// The last run's report of the pipeline at `pipeline_path` (.berth/last-run.json), as
+// `berth report --format json` prints it. Fails (kNotFound) when it has not run,
+// (kInvalidInput) when the file is not a report.
+Result<nlohmann::json> last_run_report(const std::string& pipeline_path);
 
 }  // namespace berth::pipeline
