@@ -18,7 +18,7 @@ struct Flags {
 int run_alloc(const Flags& f) {
   auto env = read_env(f.alloc.env_file);
   if (!env.ok()) return report(env.error());
-  auto a = discover_allocation(*env, f.alloc);
+  auto a = place::discover_allocation(*env, f.alloc);
   if (!a.ok()) return report(a.error());
   std::string out = f.format == "json"  ? alloc::to_json(*a)
                     : f.format == "xml" ? alloc::to_xml(*a)

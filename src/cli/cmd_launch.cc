@@ -16,8 +16,8 @@
 
 #include "cli/commands.h"
 #include "cli/exit.h"
-#include "cli/local_host.h"
 #include "launch/job.h"
+#include "place/context.h"
 #include "place/placement.h"
 #include "topo/cores.h"
 #include "topo/describe.h"
@@ -192,7 +192,7 @@ int run_launch(CLI::App& app, const Flags& f) {
   // --host: mpirun's way of naming where ranks go. berth launch starts ranks on this
   // node only, so any other node is refused before anything runs (spec 03 §2) rather
   // than its ranks started here under its name.
-  alloc::LocalHost here = local_host();
+  alloc::LocalHost here = place::local_host();
   const std::string short_name = here.hostname.substr(0, here.hostname.find('.'));
   for (auto word : str::split(f.host, ',')) {
     std::string_view name = word.substr(0, word.find(':'));

@@ -9,10 +9,7 @@
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "cli/exit.h"
-#include "place/placement.h"
-#include "place/render.h"
-#include "topo/gpus.h"
-#include "util/idset.h"
+#include "place/context.h"
 #include "util/strings.h"
 
 namespace berth::cli {
@@ -24,87 +21,10 @@ struct Flags {
   std::string format = "text";
 };
 
-nlohmann::ordered_json to_json(const Context& c) {
-  using nlohmann::ordered_json;
-  const auto& m = *c.machine;
-  ordered_json j;
-  j["version"] = 1;
-  j["machine"] = m.name;
-  j["machine_reason"] = c.machine_reason;
-  j["description"] = m.description;
-  ordered_json l;
-  l["kind"] = topo::launcher_kind_name(c.launcher.kind);
-  l["program"] = c.launcher.program;
-  l["version"] = c.launcher.version
-                     ? ordered_json(fmt::format("{}.{:02}", c.launcher.version->major,
-                                                c.launcher.version->minor))
-                     : ordered_json(nullptr);
-  l["version_text"] = c.launcher.version_text;
-  l["detected_by"] = c.launcher.detected_by;
-  l["chosen_because"] = c.launcher_reason;
-  l["mpi_plugins"] =
-      c.launcher.mpi_plugins ? ordered_json(*c.launcher.mpi_plugins) : ordered_json(nullptr);
-  if (!c.launcher.mpi_text.empty()) l["mpi_detected_by"] = c.launcher.mpi_text;
-  j["launcher"] = l;
-  j["cores_per_node"] = c.node.configured_cores ? ordered_json(*c.node.configured_cores)
-                                                : ordered_json(c.node.usable_core_ids.size());
-  j["cores_provenance"] = m.cores_per_node.value ? m.cores_per_node.provenance
-                                                 : "detected: " + c.node.cores_provenance;
-  j["usable_core_ids"] = c.node.usable_core_ids;
-  j["usable_core_list"] = idset::encode_ids(c.node.usable_core_ids);
-  j["core_basis"] = topo::core_basis_name(c.node.core_basis);
-  j["threads_per_core"] = c.node.threads_per_core;
-  ordered_json g;
-  g["count"] = c.node.gpus.count();
-  g["ids"] = c.node.gpus.ids;
-  g["vendor"] = topo::gpu_vendor_name(c.node.gpus.vendor);
-  g["provenance"] = c.node.gpus.provenance;
-  g["per_node_configured"] = m.gpus_per_node.value ? ordered_json(*m.gpus_per_node.value)
-                                                   : ordered_json(nullptr);
-  j["gpus"] = g;
-  auto mem = c.memory_per_node_mb();
-  j["memory_per_node_mb"] = mem ? ordered_json(*mem) : ordered_json(nullptr);
-  j["memory_provenance"] = c.memory_provenance();
-  j["node_memory_mb"] = c.node.memory.mb ? ordered_json(*c.node.memory.mb) : ordered_json(nullptr);
-  j["node_memory_provenance"] = c.node.memory.provenance;
-  std::vector<std::string> names;
-  for (const auto* n : c.allocation.up_nodes()) names.push_back(n->name);
-  j["allocation_owner"] = c.allocation.owner;
-  j["node_count"] = names.size();
-  j["nodes"] = names;
-  j["memory_total_mb"] = mem ? ordered_json(*mem * static_cast<int64_t>(names.size()))
-                             : ordered_json(nullptr);
-  j["placement_support"] = place::mechanism_name(place::placement_support(c.launcher));
-  std::string why = place::placement_refusal(c.launcher);
-  if (!why.empty()) j["placement_refusal"] = why;
-  j["memory_cap_support"] = place::cap_support_name(place::memory_cap_support(c.launcher));
-  // The wire-up an MPI launch of several tasks gets here: what the renderer asks of
-  // this launcher for one (spec 07 §4).
-  place::LaunchSpec probe;
-  probe.tasks = 2;
-  probe.command = {"mpi-program"};
-  auto rendered = place::render(m, c.launcher, std::nullopt, probe);
-  ordered_json w;
-  if (rendered.ok()) {
-    w["by"] = rendered->wireup.empty() ? ordered_json(nullptr) : ordered_json(rendered->wireup);
-    std::vector<std::string> notes;
-    for (const auto& n : rendered->notes) {
-      if (n.find("--mpi") != std::string::npos) notes.push_back(n);
-    }
-    w["notes"] = notes;
-  } else {
-    w["by"] = nullptr;
-    w["notes"] = std::vector<std::string>{rendered.error().message()};
-  }
-  j["mpi_wireup"] = w;
-  j["diagnostics"] = c.node.diagnostics;
-  return j;
-}
-
 int run_machine(const Flags& f) {
   auto c = build_context(f.alloc, f.machine);
   if (!c.ok()) return report(c.error());
-  auto j = to_json(*c);
+  auto j = place::machine_json(*c);
   std::string out;
   if (f.format == "json") {
     out = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";

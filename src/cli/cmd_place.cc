@@ -21,7 +21,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alloc/hostlist.h"
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "cli/exit.h"
@@ -29,10 +28,9 @@
 #include "launch/escalation.h"
 #include "launch/spawn.h"
 #include "launch/status.h"
+#include "place/context.h"
 #include "place/pool.h"
 #include "place/render.h"
-#include "topo/gpus.h"
-#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::cli {
@@ -55,32 +53,18 @@ struct Flags {
   std::vector<std::string> command;
 };
 
-// The nodes named by --nodes, checked against the allocation.
-Result<std::vector<std::string>> named_nodes(const Flags& f, const Context& c) {
+// The nodes --nodes names, as written (trimmed).
+std::vector<std::string> named_nodes(const std::string& nodes) {
   std::vector<std::string> out;
-  for (auto n : str::split(f.nodes, ',')) {
-    std::string name(str::trim(n));
-    bool found = false;
-    for (const auto* node : c.allocation.up_nodes()) {
-      found |= node->name == name || node->rawname == name;
-    }
-    if (!found) {
-      std::vector<std::string> names;
-      for (const auto* node : c.allocation.up_nodes()) names.push_back(node->name);
-      return fail(Errc::kRefused,
-                  fmt::format("--nodes: node '{}' is not in the {} allocation ({})",
-                              str::printable(name), c.allocation.owner,
-                              alloc::hostlist::compress(names)));
-    }
-    out.push_back(name);
-  }
+  for (auto n : str::split(nodes, ',')) out.emplace_back(str::trim(n));
   return out;
 }
 
-// The placement the flags describe, or nullopt when they describe none.
+// The placement the flags describe, or nullopt when they describe none. The flags are
+// read here; the placement is checked against the allocation by the library
+// (Context::named_placement), as the Python module's are.
 Result<std::optional<place::Placement>> explicit_placement(const Flags& f, const Context& c) {
   if (f.nodes.empty() && f.cores.empty()) return std::optional<place::Placement>();
-  place::Placement p;
   std::vector<std::pair<std::string, std::string>> per_node;  // --cores 'a:SET;b:SET'
   if (f.cores.find(':') != std::string::npos) {
     for (auto item : str::split(f.cores, ';')) {
@@ -94,60 +78,37 @@ Result<std::optional<place::Placement>> explicit_placement(const Flags& f, const
                             std::string(item.substr(colon + 1)));
     }
   }
+  // The nodes: --nodes, else those --cores names per node, else (--cores alone) this
+  // node — the library's reading of no nodes.
+  std::vector<std::string> nodes;
   if (!f.nodes.empty()) {
-    BERTH_TRY(p.nodes, named_nodes(f, c));
-  } else if (!per_node.empty()) {
-    Flags g = f;
-    std::vector<std::string> names;
-    for (const auto& [n, s] : per_node) names.push_back(n);
-    g.nodes = str::join(names, ",");
-    BERTH_TRY(p.nodes, named_nodes(g, c));
+    nodes = named_nodes(f.nodes);
   } else {
-    // --cores alone: this node.
-    const alloc::Node* local = nullptr;
-    for (const auto* n : c.allocation.up_nodes()) {
-      if (n->local) local = n;
-    }
-    if (!local) {
-      return fail(Errc::kInvalidInput,
-                  "--cores without --nodes means this node, which is not in the allocation; "
-                  "name the nodes with --nodes");
-    }
-    p.nodes = {local->name};
+    for (const auto& [n, set] : per_node) nodes.push_back(n);
   }
-  if (!per_node.empty() && per_node.size() != p.nodes.size()) {
+  if (auto known = c.check_nodes(nodes); !known.ok()) return known.error().with_context("--nodes");
+  if (!per_node.empty() && per_node.size() != nodes.size()) {
     return fail(Errc::kInvalidInput,
                 fmt::format("--cores names {} node(s) but --nodes names {}", per_node.size(),
-                            p.nodes.size()));
+                            nodes.size()));
   }
-  std::vector<place::PoolNode> usable = c.pool_nodes();
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    std::vector<int> usable_here;
-    for (const auto& u : usable) {
-      if (u.name == p.nodes[i]) usable_here = u.cores;
+  std::vector<std::vector<int>> cores;
+  for (size_t i = 0; i < per_node.size(); ++i) {
+    if (per_node[i].first != nodes[i]) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("--cores: entry {} is for '{}' but node {} is '{}'", i + 1,
+                              per_node[i].first, i + 1, nodes[i]));
     }
-    std::vector<int> set;
-    if (!per_node.empty()) {
-      if (per_node[i].first != p.nodes[i]) {
-        return fail(Errc::kInvalidInput,
-                    fmt::format("--cores: entry {} is for '{}' but node {} is '{}'", i + 1,
-                                per_node[i].first, i + 1, p.nodes[i]));
-      }
-      BERTH_TRY(set, place::parse_ids(per_node[i].second, "--cores"));
-    } else if (!f.cores.empty()) {
-      BERTH_TRY(set, place::parse_ids(f.cores, "--cores"));
-    } else {
-      set = usable_here;
-    }
-    for (int id : set) {
-      if (std::find(usable_here.begin(), usable_here.end(), id) == usable_here.end()) {
-        return fail(Errc::kRefused,
-                    fmt::format("--cores: core {} is not usable on node '{}' (usable: {})", id,
-                                p.nodes[i], idset::encode_ids(usable_here)));
-      }
-    }
-    p.cores.push_back(std::move(set));
+    BERTH_TRY(std::vector<int> set, place::parse_ids(per_node[i].second, "--cores"));
+    cores.push_back(std::move(set));
   }
+  if (per_node.empty() && !f.cores.empty()) {
+    BERTH_TRY(std::vector<int> set, place::parse_ids(f.cores, "--cores"));
+    cores.push_back(std::move(set));
+  }
+  auto named = c.named_placement(std::move(nodes), std::move(cores));
+  if (!named.ok()) return named.error().with_context("--cores");
+  place::Placement p = std::move(*named);
   if (f.gpus != "none") {
     auto n = str::parse_uint(f.gpus, 4096);
     if (!n.ok()) return n.error().with_context("--gpus (a number or none)");
@@ -161,47 +122,14 @@ Result<std::optional<place::Placement>> explicit_placement(const Flags& f, const
 }
 
 place::LaunchSpec launch_spec(const Flags& f, const Context& c) {
-  place::LaunchSpec s;
-  s.tasks = f.tasks;
-  s.cpus_per_task = f.cpus_per_task;
-  if (f.memory_cap > 0) s.memory_cap = f.memory_cap;
-  s.command = f.command;
-  s.local_gpu_variable = topo::gpu_visibility_variable(c.node.gpus.vendor);
-  return s;
+  return c.launch_spec(f.tasks, f.cpus_per_task,
+                       f.memory_cap > 0 ? place::MemoryCap(f.memory_cap) : std::nullopt,
+                       f.command);
 }
 
 nlohmann::ordered_json to_json(const place::Rendered& r, const std::optional<place::Placement>& p,
                                const place::LaunchSpec& s, const Context& c) {
-  using nlohmann::ordered_json;
-  ordered_json j;
-  j["version"] = 1;
-  j["argv"] = r.argv;
-  ordered_json env = ordered_json::object();
-  for (const auto& [k, v] : r.env) env[k] = v;
-  j["env"] = env;
-  j["mechanism"] = place::mechanism_name(r.mechanism);
-  j["memory_cap"] = place::cap_state_name(r.memory_cap);
-  j["memory_cap_mb"] = s.memory_cap ? ordered_json(*s.memory_cap) : ordered_json(nullptr);
-  if (p) {
-    ordered_json pj;
-    pj["nodes"] = p->nodes;
-    std::vector<std::string> cores;
-    for (const auto& set : p->cores) cores.push_back(idset::encode_ids(set));
-    pj["cores"] = cores;
-    pj["gpus"] = p->gpus;
-    pj["gpu_ids"] = p->gpu_ids;
-    j["placement"] = pj;
-  } else {
-    j["placement"] = nullptr;
-  }
-  j["bind_cpus"] = r.bind_cpus.empty() ? ordered_json(nullptr)
-                                       : ordered_json(idset::encode_ids(r.bind_cpus));
-  j["tasks"] = s.tasks;
-  j["cpus_per_task"] = s.cpus_per_task;
-  j["launcher"] = {{"kind", topo::launcher_kind_name(c.launcher.kind)},
-                   {"version_text", c.launcher.version_text}};
-  j["notes"] = r.notes;
-  return j;
+  return place::rendering_json(r, p, s, c.launcher);
 }
 
 // The launches `--run` started, until each has ended. Each is started by launch's

@@ -18,17 +18,7 @@ std::string last_run_path(const std::string& pipeline, const std::string& cache)
 }
 
 Result<nlohmann::json> read_last_run(const std::string& path) {
-  BERTH_TRY(std::string text, files::read_file(path));
-  if (str::json_deeper_than(text, pipeline::kMaxReportDepth)) {
-    return fail(Errc::kInvalidInput, fmt::format("{}: not a run report (nested more than {} "
-                                                 "levels deep)",
-                                                 path, pipeline::kMaxReportDepth));
-  }
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return fail(Errc::kInvalidInput, path + ": not a run report");
-  }
-  return j;
+  return pipeline::read_run_report(path);
 }
 
 std::string store_url_of(const nlohmann::json& report) {

@@ -92,9 +92,19 @@ namespace {
 
 // The child function and what it calls must not be instrumented: it runs on a stack
 // the sanitizers do not know, in berth's memory, and never returns (TSan's function
-// exit hook would leave the parent thread's shadow stack one frame deeper per spawn).
+// exit hook would leave the parent thread's shadow stack one frame deeper per spawn;
+// ASan's redzones, poisoned in the child's frames and never unpoisoned, would stay on
+// the child's stack after it is unmapped, and whatever is mapped there next — SQLite's
+// WAL index, in a process that runs many pipelines — would read as a stack overflow).
+// clang 14 accepts disable_sanitizer_instrumentation yet still instruments for ASan,
+// UBSan and coverage, so every kind is also named.
 #if defined(__clang__) && __has_attribute(disable_sanitizer_instrumentation)
-#define BERTH_CHILD_CODE __attribute__((disable_sanitizer_instrumentation, noinline))
+#define BERTH_CHILD_CODE                            \
+  __attribute__((disable_sanitizer_instrumentation, \
+                 no_sanitize("address", "thread", "undefined", "coverage"), noinline))
+#elif defined(__clang__)
+#define BERTH_CHILD_CODE \
+  __attribute__((no_sanitize("address", "thread", "undefined", "coverage"), noinline))
 #else
 #define BERTH_CHILD_CODE __attribute__((no_sanitize("address", "thread", "undefined"), noinline))
 #endif

@@ -466,6 +466,18 @@ void Pool::release(uint64_t grant_id) {
   }
   if (from) --from->grants;
   held_.erase(it);
+  ++releases_;
+  released_.notify_all();
+}
+
+uint64_t Pool::releases() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return releases_;
+}
+
+bool Pool::wait_for_release(uint64_t seen, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return released_.wait_for(lock, timeout, [&] { return releases_ != seen; });
 }
 
 Result<Grant> Pool::reserve(const std::string& name, const Request& r) {
@@ -535,6 +547,8 @@ Result<void> Pool::unreserve(const std::string& name) {
     if (s.memory_mb) *back.memory_mb += *s.memory_mb;
   }
   reservations_.erase(it);
+  ++releases_;
+  released_.notify_all();
   return Ok{};
 }
 

@@ -15,9 +15,13 @@
 // every other grant only from what is not reserved. unreserve() gives it back once
 // no grant from it is held.
 //
-// Thread-safe: every method takes one mutex, so executor threads may share a pool.
+// Thread-safe: every method takes one mutex, so executor threads may share a pool. A
+// caller answered "not now" may block until something is given back
+// (wait_for_release), as the Python module's Pool.grant(wait=True) does.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -78,6 +82,14 @@ class Pool {
   // an unknown name is harmless.
   Result<void> unreserve(const std::string& name);
 
+  // How many times resources have come back (a release of a held grant, a
+  // reservation given back) so far. Read it before a grant answered "not now", then
+  // wait_for_release(count, ...): a release in between is not missed.
+  uint64_t releases() const;
+  // Waits until releases() differs from `seen` or `timeout` has passed; true when it
+  // differs.
+  bool wait_for_release(uint64_t seen, std::chrono::milliseconds timeout) const;
+
   // Free cores on node `i` (for reports and tests): those a general grant could take
   // now, so neither held by a grant nor withheld by a reservation.
   std::vector<int> free_cores(size_t node) const;
@@ -135,6 +147,8 @@ class Pool {
   std::map<std::string, Reservation> reservations_;
   std::map<uint64_t, Held> held_;
   uint64_t next_id_ = 1;
+  uint64_t releases_ = 0;
+  mutable std::condition_variable released_;
 };
 
 }  // namespace berth::place

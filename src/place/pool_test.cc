@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -857,6 +858,38 @@ TEST(Pool, ConcurrentGrantsStayDisjoint) {
   EXPECT_GT(grants.load(), 100);
   EXPECT_EQ(pool.held(), 0u);
   for (size_t n = 0; n < nodes.size(); ++n) EXPECT_EQ(pool.free_cores(n), range(0, 15));
+}
+
+TEST(Pool, WaitForReleaseWakesOnARelease) {
+  Pool pool({node("a", range(0, 1))});
+  auto first = pool.grant(req(2));
+  ASSERT_TRUE(first.ok() && first->has_value());
+  uint64_t seen = pool.releases();
+  auto second = pool.grant(req(2));
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(second->has_value());  // not now
+  // Nothing given back: the wait times out.
+  EXPECT_FALSE(pool.wait_for_release(seen, std::chrono::milliseconds(20)));
+  // A release from another thread ends the wait, however long it was to be.
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pool.release((*first)->id);
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(pool.wait_for_release(seen, std::chrono::seconds(30)));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  releaser.join();
+  auto third = pool.grant(req(2));
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE(third->has_value());
+  // A release that came before the wait began is not missed: the count has moved.
+  uint64_t before = pool.releases();
+  pool.release((*third)->id);
+  EXPECT_TRUE(pool.wait_for_release(before, std::chrono::milliseconds(0)));
+  // Releasing what is not held moves nothing.
+  uint64_t now = pool.releases();
+  pool.release(12345);
+  EXPECT_EQ(pool.releases(), now);
 }
 
 }  // namespace

@@ -66,11 +66,13 @@ rm -f "$T/go"
 # --- berth run --worker: the same, for a worker on a file:// store.
 mkdir -p "$T/w"
 sed "s/$M-run/$M-worker/g" "$T/p/p.toml" >"$T/w/p.toml"
-"$BERTH" run "$T/w/p.toml" --worker=w1 --store "file://$T/store" >"$T/w.out" 2>"$T/w.err" &
+# A short lease: the killed worker's claim is then given up to expiry within seconds
+# (a dead holder's claim is taken after it expires, spec 06), not the default 10m.
+"$BERTH" run "$T/w/p.toml" --worker=w1 --lease 4s --store "file://$T/store" >"$T/w.out" 2>"$T/w.err" &
 pid=$!
 killed_leaves_nothing "worker" $pid "$M-worker"
 touch "$T/go"
-run run "$T/w/p.toml" --worker=w1 --store "file://$T/store" --format json
+run run "$T/w/p.toml" --worker=w1 --lease 4s --store "file://$T/store" --format json
 expect_eq "worker: the next run succeeds" "$RC" 0
 expect_eq "worker: its result is right" "$(cat "$T/w/results/held/o")" one
 expect_eq "worker: the killed worker's staging is gone" \

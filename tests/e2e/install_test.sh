@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `cmake --install` of the build tree ctest runs in: the binary, its man page and its
-# bash completion land under the prefix, and each works from there.
+# `cmake --install` of the build tree ctest runs in: the binary, its man page, its bash
+# completion and (when built) the Python module land under the prefix, and each works
+# from there.
 . "$(dirname "$0")/common.sh"
 : "${BERTH_BUILD_DIR:?BERTH_BUILD_DIR must name the build tree (run under ctest)}"
 
@@ -56,9 +57,31 @@ else
   fail "share/bash-completion/completions/berth is not installed"
 fi
 
-# Only those three (and the machine descriptions src/topo installs): no libraries, no
-# headers.
+# The Python module, when the build has one (BERTH_PYTHON_SITE, from CMake): under the
+# prefix's site-packages, and `import berth` with PYTHONPATH there finds it. A
+# sanitizer build's module needs its runtime preloaded (cmake/python.cmake).
+module=""
+if [[ -n ${BERTH_PYTHON_SITE:-} ]]; then
+  module=$(find "$P/$BERTH_PYTHON_SITE" -maxdepth 1 -name 'berth*.so' 2>/dev/null | head -1)
+  if [[ -n $module ]]; then
+    ok "the Python module is installed under $BERTH_PYTHON_SITE"
+    sanitizer=()
+    [[ -n ${BERTH_PYTHON_PRELOAD:-} ]] && sanitizer+=("LD_PRELOAD=$BERTH_PYTHON_PRELOAD")
+    [[ -n ${BERTH_PYTHON_SANITIZER_OPTIONS:-} ]] && sanitizer+=("$BERTH_PYTHON_SANITIZER_OPTIONS")
+    got=$(cd "$T" && env "${sanitizer[@]}" PYTHONPATH="$P/$BERTH_PYTHON_SITE" "${BERTH_PYTHON:-python3}" \
+      -c 'import berth; print(berth.__file__); print(berth.engine_version)' 2>&1) ||
+      fail "PYTHONPATH=<prefix>/$BERTH_PYTHON_SITE python3 -c 'import berth' failed: $got"
+    expect_eq "import berth imports the installed module" "$(sed -n 1p <<<"$got")" "$module"
+    expect_eq "the installed module is the berth built" "$(sed -n 2p <<<"$got")" \
+      "$("$BERTH" --version 2>&1)"
+  else
+    fail "the Python module is not installed under $BERTH_PYTHON_SITE"
+  fi
+fi
+
+# Only those (and the machine descriptions src/topo installs): no libraries, no headers.
 others=$(cd "$P" && find . -type f ! -path ./bin/berth ! -path ./share/man/man1/berth.1 \
-  ! -path ./share/bash-completion/completions/berth ! -path './share/berth/machines/*' | sort)
+  ! -path ./share/bash-completion/completions/berth ! -path './share/berth/machines/*' \
+  ! -path "./${module#"$P/"}" | sort)
 expect_eq "nothing else is installed" "$others" ""
 finish

@@ -1,0 +1,581 @@
+"""berth from Python: the allocation, placements, pools and pipelines, in-process.
+
+    import berth
+    pool = berth.Pool()                       # the discovered allocation, this node's cores
+    with pool.grant(ntasks=4, cpus_per_task=2, wait=True) as p:
+        cmd = berth.parallel_command(4, cpus_per_task=2, placement=p, command=["./sim"])
+        cmd.run(check=True)                   # or subprocess with cmd.argv and cmd.environ()
+    report = berth.run("pipeline.toml")
+
+Every function reads what the CLI reads and answers what it prints: allocation() is
+`berth alloc --format json`, machine() is `berth machine --format json`,
+parallel_command() is `berth place --format json`, run() is `berth run --format json`,
+report() is `berth report --format json` — as objects whose fields are the JSON's
+(to_dict() gives the JSON itself). The CLI's seams are keyword arguments: env= (a
+mapping read instead of os.environ, as --env-file is), machine=, sysfs_root=,
+affinity=, slurm_version=, launcher=, and hosts=, hostfile=, simulate=.
+
+Errors are exceptions carrying berth's message: BadInput (a ValueError), PlacementRefused,
+RunFailed, all berth.Error. docs/python.md has the worked example.
+
+This file is compiled into the extension (python/embed.cmake) and run in its namespace;
+the names starting with an underscore that it calls are the native layer
+(python/berth_module.cc).
+"""
+
+import copy as _copy
+import os as _os
+import subprocess as _subprocess
+
+__all__ = [
+    "Error", "BadInput", "PlacementRefused", "RunFailed",
+    "Record", "Allocation", "Machine", "ParallelCommand", "RunReport",
+    "Placement", "Pool", "NotNow", "NOT_NOW", "NeverFits",
+    "allocation", "machine", "parallel_command", "run", "report",
+]
+
+
+# --- Errors -------------------------------------------------------------------------
+
+
+class Error(Exception):
+    """A berth error. `message` is berth's own; `code` its kind: "invalid-input",
+    "not-found", "io", "refused", "unsupported", "internal", or "failed" (a run)."""
+
+    def __init__(self, message, code="internal"):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class BadInput(Error, ValueError):
+    """The input does not parse, is out of range or names nothing: a variable, an
+    argument, a file. Nothing ran."""
+
+
+class PlacementRefused(Error):
+    """Valid input berth will not honour: a node outside the allocation, a core not
+    usable there, a placement this launcher cannot confine, a request no pool could
+    ever grant."""
+
+
+class RunFailed(Error):
+    """berth.run() finished, and a step failed, was refused or was cancelled.
+    `report` is the run's report (a RunReport); `exit_code` what `berth run` exits with."""
+
+    def __init__(self, message, report=None, exit_code=1):
+        super().__init__(message, "failed")
+        self.report = report
+        self.exit_code = exit_code
+
+
+# --- Results: the CLI's JSON as objects ---------------------------------------------
+
+
+def _wrap(value):
+    if isinstance(value, dict):
+        return Record(value)
+    if isinstance(value, list):
+        return [_wrap(v) for v in value]
+    return value
+
+
+class Record:
+    """A JSON document berth printed, read as an object: every key is an attribute
+    (nested objects are Records too), r["key"] works as well, and to_dict() returns
+    the document itself."""
+
+    def __init__(self, data):
+        object.__setattr__(self, "_data", dict(data))
+
+    def __getattr__(self, name):
+        data = self.__dict__.get("_data", {})
+        if name in data:
+            return _wrap(data[name])
+        raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __getitem__(self, key):
+        return _wrap(self._data[key])
+
+    def __contains__(self, key):
+        return key in self._data
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def keys(self):
+        return self._data.keys()
+
+    def get(self, key, default=None):
+        return _wrap(self._data.get(key, default))
+
+    def to_dict(self):
+        """The document as plain Python values (a deep copy)."""
+        return _copy.deepcopy(self._data)
+
+    def __eq__(self, other):
+        if isinstance(other, Record):
+            return self._data == other._data
+        if isinstance(other, dict):
+            return self._data == other
+        return NotImplemented
+
+    __hash__ = None
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | {k for k in self._data if k.isidentifier()})
+
+    def __repr__(self):
+        return f"berth.{type(self).__name__}({self._data!r})"
+
+
+class Allocation(Record):
+    """What `berth alloc --format json` prints: owner, scheduler_owned, job_id,
+    total_slots and nodes (each with name, rawname, aliases, slots, slots_max,
+    slots_given, state, local, index)."""
+
+
+class Machine(Record):
+    """What `berth machine --format json` prints: the machine and why, the launcher
+    (kind, version, ...), this node's cores, GPUs and memory, the allocation's nodes,
+    placement_support and memory_cap_support."""
+
+
+class ParallelCommand(Record):
+    """One launch rendered for the launcher (`berth place --format json`): argv, env
+    (variables to set for it), mechanism ("scheduler-enforced", "cpu-binding", "none"),
+    memory_cap ("enforced", "not-enforced", "absent") and memory_cap_mb, placement,
+    bind_cpus (the local launcher's CPUs, which popen() and run() bind to), tasks,
+    cpus_per_task, launcher and notes (what was dropped or decided).
+
+    Without command= to parallel_command, argv is the launcher's part alone: append
+    the command (popen(args) and run(args) do)."""
+
+    def __init__(self, data, shell=""):
+        super().__init__(data)
+        object.__setattr__(self, "_shell", shell)
+
+    @property
+    def shell(self):
+        """The launch as one line a shell would run (the local launcher's binding as
+        taskset)."""
+        return self._shell
+
+    @property
+    def cpus(self):
+        """The CPU ids the local launcher binds the launch to; [] when the launcher (or
+        nothing) confines it."""
+        bind = self._data.get("bind_cpus")
+        return _parse_ids(bind, "bind_cpus") if bind else []
+
+    def environ(self, base=None):
+        """The launch's environment: `base` (os.environ when None) with env over it."""
+        out = dict(_os.environ if base is None else base)
+        out.update(self._data.get("env", {}))
+        return out
+
+    def popen(self, args=(), **kwargs):
+        """subprocess.Popen of argv + args, in environ(kwargs' env), bound to cpus
+        when the local launcher renders the placement (the binding is inherited by
+        everything the launch starts)."""
+        argv = list(self._data.get("argv", [])) + [str(a) for a in args]
+        if not argv:
+            raise BadInput("no command to launch: give args, or command= to parallel_command",
+                           "invalid-input")
+        kwargs["env"] = self.environ(kwargs.get("env"))
+        cpus = self.cpus
+        if not cpus:
+            return _subprocess.Popen(argv, **kwargs)
+        # A thread's CPU affinity is its own, and a process it starts inherits it: so
+        # narrow this thread's for the start, and only this thread's.
+        before = _os.sched_getaffinity(0)
+        _os.sched_setaffinity(0, cpus)
+        try:
+            return _subprocess.Popen(argv, **kwargs)
+        finally:
+            _os.sched_setaffinity(0, before)
+
+    def run(self, args=(), *, input=None, capture_output=False, timeout=None, check=False,
+            **kwargs):
+        """Like subprocess.run, through popen(): a CompletedProcess."""
+        if input is not None:
+            kwargs["stdin"] = _subprocess.PIPE
+        if capture_output:
+            kwargs["stdout"] = kwargs["stderr"] = _subprocess.PIPE
+        with self.popen(args, **kwargs) as p:
+            try:
+                out, err = p.communicate(input, timeout=timeout)
+            except BaseException:
+                p.kill()
+                p.wait()
+                raise
+        done = _subprocess.CompletedProcess(p.args, p.returncode, out, err)
+        if check:
+            done.check_returncode()
+        return done
+
+
+class RunReport(Record):
+    """A run's report (`berth run --format json`, `berth report --format json`):
+    pipeline, store, started, elapsed_s, the counts (executed, cached, failed, skipped,
+    refused, cancelled), steps (name, state, key, reason, node, cores, outputs, ...),
+    divergences, problems, notices, leases."""
+
+    def __init__(self, data, exit_code=None, worker=""):
+        super().__init__(data)
+        if exit_code is None:
+            counts = self._data
+            exit_code = (130 if counts.get("cancelled") else
+                         1 if counts.get("failed") or counts.get("refused") else 0)
+        object.__setattr__(self, "_exit_code", exit_code)
+        object.__setattr__(self, "_worker", worker)
+
+    @property
+    def exit_code(self):
+        """What `berth run` exits with: 0, 1 when a step failed or was refused, 130 when
+        the run was cancelled."""
+        return self._exit_code
+
+    @property
+    def ok(self):
+        return self._exit_code == 0
+
+
+# --- The seams ----------------------------------------------------------------------
+
+
+def _seams(env=None, machine=None, sysfs_root=None, affinity=None, slurm_version=None,
+           launcher="auto", hosts=None, hostfile=None, simulate=None):
+    if isinstance(hosts, str):
+        hosts = [hosts]
+    if affinity is not None and not isinstance(affinity, str):
+        affinity = _encode_ids(sorted(int(c) for c in affinity))
+    if launcher not in ("auto", "srun", "pals", "local"):
+        raise BadInput(f"launcher: {launcher!r} is none of auto, srun, pals and local",
+                       "invalid-input")
+    return {
+        "env": dict(_os.environ if env is None else env),
+        "machine": machine, "sysfs_root": None if sysfs_root is None else str(sysfs_root),
+        "affinity": affinity, "slurm_version": slurm_version, "launcher": launcher,
+        "hosts": None if hosts is None else [str(h) for h in hosts],
+        "hostfile": None if hostfile is None else str(hostfile), "simulate": simulate,
+    }
+
+
+def _given(**kwargs):
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def allocation(*, env=None, hosts=None, hostfile=None, simulate=None):
+    """What `berth alloc --format json` reports: the allocation berth was given."""
+    return Allocation(_allocation(_seams(env=env, hosts=hosts, hostfile=hostfile,
+                                         simulate=simulate)))
+
+
+def machine(*, env=None, machine=None, sysfs_root=None, affinity=None, slurm_version=None,
+            launcher="auto", hosts=None, hostfile=None, simulate=None):
+    """What `berth machine --format json` reports: the machine, the launcher, this
+    node, and what a placement gets here."""
+    return Machine(_Context(_seams(env, machine, sysfs_root, affinity, slurm_version,
+                                   launcher, hosts, hostfile, simulate)).machine())
+
+
+# --- Placements and the pool --------------------------------------------------------
+
+
+def _core_set(cores):
+    if isinstance(cores, str):
+        return _parse_ids(cores, "cores")
+    return [int(c) for c in cores]
+
+
+class Placement:
+    """Where one launch goes: nodes, one core set per node (cores[i] on nodes[i]), a
+    GPU total for the launch (0: none, asked for explicitly), and the GPU device ids
+    where nothing assigns GPUs (PALS, this node).
+
+    Made by hand — Placement(nodes=["nid001"], cores=["0-3"]) — nodes default to this
+    node and cores to every usable core of each node; one core set given for several
+    nodes is the same ids on each. Granted by a Pool, it holds its resources until
+    released: release(), pool.release(p), or leaving `with pool.grant(...) as p:`."""
+
+    def __init__(self, nodes=None, cores=None, gpus=0, gpu_ids=None):
+        if isinstance(nodes, str):
+            nodes = [nodes]
+        self.nodes = [str(n) for n in nodes] if nodes else []
+        self.cores = None if cores is None else [_core_set(c) for c in cores]
+        self.gpu_ids = [str(g) for g in gpu_ids] if gpu_ids else []
+        self.gpus = int(gpus) if gpus else len(self.gpu_ids)
+        self.memory_mb = None  # per node, when a pool granted it with memory
+        self.id = 0            # the pool's grant id; 0 for a placement made by hand
+        self._pool = None
+        self._released = False
+
+    @property
+    def granted(self):
+        """True while a pool's grant is held."""
+        return self._pool is not None and not self._released
+
+    def release(self):
+        """Gives a granted placement back to its pool (again: harmless)."""
+        if self._pool is not None:
+            self._pool.release(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+    def to_dict(self):
+        """As `berth place --format json` writes a placement."""
+        return {"nodes": list(self.nodes),
+                "cores": [_encode_ids(c) for c in self.cores] if self.cores is not None else None,
+                "gpus": self.gpus, "gpu_ids": list(self.gpu_ids)}
+
+    def _native(self):
+        return {"nodes": self.nodes, "cores": self.cores, "gpus": self.gpus,
+                "gpu_ids": self.gpu_ids}
+
+    def __eq__(self, other):
+        if not isinstance(other, Placement):
+            return NotImplemented
+        return self._native() == other._native()
+
+    __hash__ = None
+
+    def __repr__(self):
+        cores = None if self.cores is None else [_encode_ids(c) for c in self.cores]
+        held = f", id={self.id}{'' if self.granted else ' (released)'}" if self.id else ""
+        return (f"berth.Placement(nodes={self.nodes!r}, cores={cores!r}, gpus={self.gpus}"
+                f"{', gpu_ids=' + repr(self.gpu_ids) if self.gpu_ids else ''}{held})")
+
+
+class NotNow:
+    """A pool's answer to a request that does not fit now but would once something is
+    released. False in a condition; entering it in a `with` raises PlacementRefused."""
+
+    def __bool__(self):
+        return False
+
+    def __repr__(self):
+        return "berth.NOT_NOW"
+
+    def __str__(self):
+        return "not now: the request does not fit until something is released"
+
+    def __enter__(self):
+        raise PlacementRefused("not now: the request does not fit until something is "
+                               "released (grant(..., wait=True) waits for it)", "refused")
+
+    def __exit__(self, *exc):
+        return False
+
+
+NOT_NOW = NotNow()
+
+
+class NeverFits:
+    """A pool's answer to a request it could never grant, even empty: `reason` says
+    which resource is short. False in a condition; entering it in a `with` raises
+    PlacementRefused with the reason."""
+
+    def __init__(self, reason):
+        self.reason = reason
+
+    def __bool__(self):
+        return False
+
+    def __str__(self):
+        return self.reason
+
+    def __repr__(self):
+        return f"berth.NeverFits({self.reason!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, NeverFits) and other.reason == self.reason
+
+    __hash__ = None
+
+    def __enter__(self):
+        raise PlacementRefused(self.reason, "refused")
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _pool_node(n):
+    if isinstance(n, dict):
+        d = dict(n)
+    else:  # (name, cores) or (name, cores, gpu_ids)
+        d = {"name": n[0], "cores": n[1]}
+        if len(n) > 2:
+            d["gpu_ids"] = n[2]
+    return {"name": str(d["name"]), "cores": sorted(_core_set(d["cores"])),
+            "gpu_ids": [str(g) for g in d.get("gpu_ids") or []],
+            "memory_mb": d.get("memory_mb")}
+
+
+class Pool:
+    """Grants concurrent launches disjoint placements inside one allocation: no core
+    and no GPU is in two placements held at once, and no node's memory is given twice.
+
+    Pool() is the pool over the discovered allocation: every node with this node's
+    usable cores, GPUs and memory (the seams as keyword arguments, as for machine()).
+    Pool(nodes=[{"name": "a", "cores": [0, 1], "gpu_ids": ["0"], "memory_mb": 1024},
+    ("b", "0-3"), ...]) is a pool over nodes named by hand.
+
+    Thread-safe: any number of threads may grant and release at once."""
+
+    def __init__(self, nodes=None, **seams):
+        self._context = None
+        if nodes is None:
+            self._context = _Context(_seams(**seams))
+            nodes = self._context.pool_nodes(True)
+        elif seams:
+            raise TypeError("Pool(nodes=...) takes no seams: the nodes are given")
+        self._nodes = [_pool_node(n) for n in nodes]
+        self._pool = _Pool(self._nodes)
+
+    def grant(self, ntasks=1, cpus_per_task=1, gpus=0, nodes=None, *, memory_mb=None,
+              wait=False, timeout=None):
+        """A placement for `ntasks` tasks of `cpus_per_task` cores (and `gpus` GPUs in
+        all, on exactly `nodes` nodes when given, `memory_mb` per node) disjoint from
+        every one held; NOT_NOW when it does not fit now; NeverFits(reason) when it
+        never could. With wait=True a request that does not fit now waits (the GIL
+        released) until a release lets it fit, or until `timeout` seconds have passed
+        (then NOT_NOW)."""
+        r = self._pool.grant(int(ntasks), int(cpus_per_task), int(gpus),
+                             None if nodes is None else int(nodes),
+                             None if memory_mb is None else int(memory_mb), bool(wait),
+                             None if timeout is None else float(timeout))
+        if r[0] == "granted":
+            _, grant_id, placed, memory = r
+            p = Placement(placed["nodes"], placed["cores"], placed["gpus"], placed["gpu_ids"])
+            p.gpus = placed["gpus"]
+            p.id = grant_id
+            p.memory_mb = memory
+            p._pool = self
+            return p
+        if r[0] == "not-now":
+            return NOT_NOW
+        return NeverFits(r[1])
+
+    def release(self, placement):
+        """Gives a granted placement back. Releasing one twice is harmless; one from
+        another pool (or made by hand) is refused."""
+        if placement._pool is not self:
+            raise BadInput("release: this placement was not granted by this pool",
+                           "invalid-input")
+        if not placement._released:
+            placement._released = True
+            self._pool.release(placement.id)
+
+    @property
+    def held(self):
+        """How many grants are held now."""
+        return self._pool.held()
+
+    @property
+    def nodes(self):
+        """The pool's nodes: name, cores, gpu_ids, memory_mb."""
+        return [dict(n) for n in self._nodes]
+
+    def free_cores(self, node):
+        """The cores a grant could take now on `node` (a name or an index)."""
+        if isinstance(node, str):
+            names = [n["name"] for n in self._nodes]
+            if node not in names:
+                raise BadInput(f"free_cores: no node {node!r} in the pool", "invalid-input")
+            node = names.index(node)
+        return self._pool.free_cores(int(node))
+
+    def __repr__(self):
+        return f"berth.Pool({len(self._nodes)} node(s), {self.held} held)"
+
+
+def parallel_command(ntasks, cpus_per_task=1, placement=None, memory_cap=None, launcher="auto",
+                     *, command=None, env=None, machine=None, sysfs_root=None, affinity=None,
+                     slurm_version=None, hosts=None, hostfile=None, simulate=None):
+    """`ntasks` tasks of `cpus_per_task` cores, confined to `placement` (None: exactly
+    the command the launcher gets without one), rendered for this machine's launcher:
+    a ParallelCommand, as `berth place --format json` prints it. memory_cap is MB per
+    node, rendered only where it is enforced (and reported either way). command= is
+    the program and its arguments; without it argv is the launcher's part alone.
+
+    A placement granted by a Pool renders in that pool's context unless seams are
+    given here."""
+    if placement is not None and not isinstance(placement, Placement):
+        if isinstance(placement, (NotNow, NeverFits)):  # a pool's answer, not a placement
+            raise PlacementRefused(f"no placement to render: {placement!s}", "refused")
+        raise TypeError("placement must be a berth.Placement")
+    seams = _given(env=env, machine=machine, sysfs_root=sysfs_root, affinity=affinity,
+                   slurm_version=slurm_version, hosts=hosts, hostfile=hostfile,
+                   simulate=simulate)
+    pool = getattr(placement, "_pool", None)
+    if pool is not None and pool._context is not None and not seams and launcher == "auto":
+        context = pool._context
+    else:
+        context = _Context(_seams(launcher=launcher, **seams))
+    data, shell = context.render(int(ntasks), int(cpus_per_task),
+                                 None if placement is None else placement._native(),
+                                 None if memory_cap is None else int(memory_cap),
+                                 None if command is None else [str(w) for w in command])
+    return ParallelCommand(data, shell)
+
+
+# --- Pipelines ----------------------------------------------------------------------
+
+
+def _failure(report):
+    bad = [s["name"] for s in report.get("steps", [])
+           if s.get("state") in ("failed", "refused", "cancelled")]
+    named = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    return (f"{report.get('pipeline', 'the pipeline')}: {len(bad)} step(s) did not succeed"
+            f"{': ' + named if named else ''}")
+
+
+def run(pipeline, store=None, worker=None, targets=None, dry_run=False, *, results=None,
+        cache=None, fail_fast=False, lease="10m", check=True, on_output=None, env=None,
+        machine=None, sysfs_root=None, affinity=None, slurm_version=None, launcher="auto",
+        hosts=None, hostfile=None, simulate=None):
+    """Runs the pipeline file as `berth run` does — every result through the store,
+    rerunning only what changed — and returns its RunReport.
+
+    store: a store URL (default file://<dir>/.berth/store); worker: run as one of many
+    workers sharing `store` (a name, or True for a generated one); targets: only these
+    steps and what they read; dry_run: say what would run. on_output(step, text)
+    receives each step's output (default: standard error, each line "[step] ...").
+    With check (the default) a run in which a step failed raises RunFailed, carrying
+    the report. The GIL is released while the run goes on; Ctrl-C ends the running
+    steps cleanly and raises KeyboardInterrupt. Steps run in os.environ; env= is read
+    instead of it only to discover the allocation, as --env-file is."""
+    if worker is True:
+        worker = ""
+    elif worker is False:
+        worker = None
+    if isinstance(targets, str):
+        targets = [targets]
+    options = {
+        "store": store, "results": None if results is None else str(results),
+        "cache": None if cache is None else str(cache), "dry_run": bool(dry_run),
+        "fail_fast": bool(fail_fast), "worker": None if worker is None else str(worker),
+        "lease": lease, "targets": None if targets is None else [str(t) for t in targets],
+    }
+    out = _run(str(pipeline), options,
+               _seams(env, machine, sysfs_root, affinity, slurm_version, launcher, hosts,
+                      hostfile, simulate),
+               dict(_os.environ), on_output)
+    rep = RunReport(out["report"], out["exit_code"], out["worker"])
+    if check and out["exit_code"] != 0:
+        raise RunFailed(_failure(out["report"]), rep, out["exit_code"])
+    return rep
+
+
+def report(pipeline):
+    """The last run's report of the pipeline (`berth report --format json`)."""
+    return RunReport(_report(str(pipeline)))
