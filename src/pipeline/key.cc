@@ -115,4 +115,25 @@ Result<std::string> key_of(const Step& step, const InputHashes& inputs, const To
   return sha256_hex(pre);
 }
 
+std::string step_fingerprint(const Step& step, const Graph& graph, const ToolVersions& tools) {
+  InputHashes where;
+  for (const auto& [name, input] : step.inputs) {
+    auto& list = where[name];
+    list.reserve(input.items.size());
+    for (const InputItem& item : input.items) {
+      if (item.kind == InputItem::Kind::kFile) {
+        // The text too: the basis a report gives shows it.
+        list.push_back({"file " + item.text, item.path});
+      } else {
+        if (item.step >= graph.steps.size()) return "";
+        list.push_back({"step " + item.text, graph.steps[item.step].name + "/" + item.output});
+      }
+    }
+  }
+  auto pre = key_preimage(step, where, tools);
+  if (!pre.ok()) return "";
+  // Not a key: another format name, so that no fingerprint is ever some step's key.
+  return sha256_hex("berth.step-fingerprint.v1\n" + *pre);
+}
+
 }  // namespace berth::pipeline

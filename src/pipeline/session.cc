@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 #include "pipeline/graph.h"
@@ -160,8 +161,14 @@ struct Session::State {
   std::string cache;        // the cache directory
   std::string report_path;  // last-run.json
   std::unique_ptr<Index> index;
+  // The settled record found: of this very context (`same`: the pipeline's bytes
+  // too), or of the same base, left by another version of the pipeline file.
   std::optional<Settled> settled;
+  bool same = false;
   std::string previous_steps;  // the steps file of the record found, to replace
+  // What of the record still holds, and when the check began (racy inputs, index.h).
+  std::optional<SettledCheck> check;
+  int64_t check_ns = 0;
   bool may_settle = false;
   std::optional<Graph> graph;
   std::string worker;
@@ -180,10 +187,21 @@ struct Session::State {
   std::string context() const {
     return settled_context(o.engine_version, cwd, settled_name, text, url, abs_results);
   }
+  std::string base() const {
+    return settled_base(o.engine_version, cwd, settled_name, url, abs_results);
+  }
   Result<void> load_graph();
-  // A run answered from its settled record, when the record still holds and its
-  // steps file is whole; nullopt when it does not hold.
+  place::VersionProbe& probe(std::optional<CaptureProbe>& own) {
+    if (place.probe != nullptr) return *place.probe;
+    own.emplace(env);
+    return *own;
+  }
+  // A run answered from its settled record, when every fact of the record holds
+  // (`check`) and its steps file is whole; nullopt otherwise.
   std::optional<RunOutcome> run_settled();
+  // The settled record's steps, for an ordinary run to reuse entries from; null when
+  // the file is missing or not the record's length.
+  std::shared_ptr<const std::string> recorded_steps() const;
   // The ordinary run's report: written, stored, and the settled record kept or dropped.
   void publish(RunReport& rep, const RunOptions& ro, RunOutcome& out);
 };
@@ -193,7 +211,18 @@ Session::~Session() = default;
 
 Result<void> Session::State::load_graph() {
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
-  BERTH_TRY(Graph g, expand(file, [](const std::string& p) { return files::exists(p); }));
+  // A file the settled record's check just found with its stamp exists: not stat'ed
+  // again (a 10,000-step pipeline names 10,000 inputs).
+  std::unordered_set<std::string_view> present;
+  if (settled && check) {
+    present.reserve(settled->files.size());
+    for (size_t i = 0; i < settled->files.size() && i < check->file_ok.size(); ++i) {
+      if (check->file_ok[i]) present.insert(settled->files[i].path);
+    }
+  }
+  BERTH_TRY(Graph g, expand(file, [&present](const std::string& p) {
+              return present.count(p) > 0 || files::exists(p);
+            }));
   graph = std::move(g);
   return Ok{};
 }
@@ -227,12 +256,17 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
         auto rec = decode_settled(*blob);
         if (rec.ok()) {
           s.previous_steps = settled_steps_path(cache_dir, rec->steps_object);
-          if (rec->context == s.context()) s.settled = std::move(*rec);
+          if (rec->context == s.context()) {
+            s.settled = std::move(*rec);
+            s.same = true;
+          } else if (rec->base == s.base()) {
+            s.settled = std::move(*rec);  // another version of the file: reuse by fingerprint
+          }
         }
       }
     }
   }
-  if (!s.settled) BERTH_CHECK(s.load_graph());
+  if (!s.same) BERTH_CHECK(s.load_graph());
 
   // 2. Worker mode is refused before anything runs when it could not divide anything.
   if (o.worker) {
@@ -321,6 +355,13 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   return std::unique_ptr<Session>(new Session(std::move(st)));
 }
 
+std::shared_ptr<const std::string> Session::State::recorded_steps() const {
+  if (previous_steps.empty()) return nullptr;
+  auto bytes = files::read_file(previous_steps, settled->steps_bytes + 1);
+  if (!bytes.ok() || bytes->size() != settled->steps_bytes) return nullptr;
+  return std::make_shared<const std::string>(std::move(*bytes));
+}
+
 std::optional<RunOutcome> Session::State::run_settled() {
   auto t0 = Clock::real().steady();
   std::string started = utc_text(Clock::real().wall());
@@ -333,10 +374,6 @@ std::optional<RunOutcome> Session::State::run_settled() {
   if (::fstat(steps_fd, &sb) != 0 || static_cast<size_t>(sb.st_size) != settled->steps_bytes) {
     return std::nullopt;
   }
-  std::optional<CaptureProbe> own;
-  if (place.probe == nullptr) own.emplace(env);
-  place::VersionProbe& probe = place.probe != nullptr ? *place.probe : *own;
-  if (settled_difference(*settled, pool->nodes(), *store, probe)) return std::nullopt;
   RunReport header;
   header.pipeline = settled->pipeline;
   header.store = store->describe();
@@ -350,6 +387,11 @@ std::optional<RunOutcome> Session::State::run_settled() {
     auto name = bytes.ok() ? shared->put_object(*bytes) : Result<std::string>(bytes.error());
     if (name.ok() && *name != steps_object) return std::nullopt;
     if (!name.ok()) steps_object.clear();
+  }
+  // Racy inputs whose bytes the check read again, and which are no longer racy: from
+  // now on their stamps are proof, and the record says so.
+  if (check->racy_verified > 0 && settle_racy_inputs(*settled, check_ns)) {
+    index->remember_settled(settled_name, encode_settled(*settled));
   }
   header.elapsed_s = std::chrono::duration<double>(Clock::real().steady() - t0).count();
   RunOutcome out;
@@ -372,7 +414,10 @@ std::optional<RunOutcome> Session::State::run_settled() {
 }
 
 void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
-  std::string steps_json = report_steps_json(rep);
+  // The steps are written once, a reused step's entry copied as it was recorded; where
+  // each entry lies is kept, so the steps a rerun reports are spliced from these.
+  EntrySpans spans;
+  std::string steps_json = report_steps_json(rep, &spans);
   out.report_json = report_json(rep, steps_json);
   std::string steps_object;
   if (!o.dry_run) {
@@ -395,22 +440,32 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   // steps executed: this run reports them executed); or no record.
   bool kept = false;
   std::string steps_path;
-  if (rep.settled && !steps_object.empty()) {
+  if (rep.settled && !steps_object.empty() && rep.settled->entries.size() == spans.size()) {
     std::string rerun_steps;
+    EntrySpans rerun_spans;
     if (rep.count(StepState::kExecuted) > 0) {
-      rerun_steps = settled_steps_json(rep);
+      rerun_steps = settled_steps_json(rep, steps_json, spans, &rerun_spans);
       auto name = shared->put_object(rerun_steps);
       steps_object = name.ok() ? *name : "";
     }
     const std::string& steps = rerun_steps.empty() ? steps_json : rerun_steps;
+    const EntrySpans& at = rerun_steps.empty() ? spans : rerun_spans;
     steps_path = settled_steps_path(cache, steps_object);
     std::error_code mk;
     if (!steps_path.empty()) fs::create_directories(fs::path(steps_path).parent_path(), mk);
     if (!steps_path.empty() && !mk && files::write_file_atomic(steps_path, steps).ok()) {
-      rep.settled->steps_object = steps_object;
-      rep.settled->steps_bytes = steps.size();
-      rep.settled->context = context();
-      index->remember_settled(settled_name, encode_settled(*rep.settled));
+      Settled& rec = *rep.settled;
+      for (size_t i = 0; i < at.size(); ++i) {
+        rec.entries[i].offset = at[i].first;
+        rec.entries[i].length = at[i].second;
+      }
+      rec.steps_object = steps_object;
+      rec.steps_bytes = steps.size();
+      rec.context = context();
+      rec.base = base();
+      // Inputs reused from the old record were read again by its check if racy.
+      if (check) settle_racy_inputs(rec, check_ns);
+      index->remember_settled(settled_name, encode_settled(rec));
       kept = true;
     }
   }
@@ -424,10 +479,24 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   State& s = *s_;
   // 6. A settled pipeline whose record still holds is that run again: reported, not
   // re-derived. Otherwise the ordinary run, which records afresh.
+  // When it does not hold, the run reuses the entry of every step whose own facts
+  // still hold (executor.h).
+  std::optional<SettledReuse> reuse;
   if (s.settled) {
-    if (auto answered = s.run_settled()) return std::move(*answered);
-    s.settled.reset();
-    BERTH_CHECK(s.load_graph());
+    std::optional<CaptureProbe> own;
+    s.check_ns = wall_ns(Clock::real().wall());
+    s.check = check_settled(*s.settled, s.pool->nodes(), *s.store, s.probe(own));
+    if (s.same && !s.check->difference) {
+      if (auto answered = s.run_settled()) return std::move(*answered);
+    }
+    if (auto steps = s.recorded_steps()) {
+      reuse.emplace();
+      reuse->record = &*s.settled;
+      reuse->check = &*s.check;
+      reuse->steps = std::move(steps);
+      reuse->verify_fingerprints = !s.same || !s.check->tools_same;
+    }
+    if (!s.graph) BERTH_CHECK(s.load_graph());
   }
 
   // 7. The ordinary run.
@@ -460,6 +529,7 @@ Result<RunOutcome> Session::run(int cancel_fd) {
     return find_step_basis(**previous_text, step);
   };
   ro.record_settled = s.may_settle && ro.index;
+  ro.reuse = std::move(reuse);
   BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
 
   // 8. The report: stored with the run, kept beside the pipeline; a run that settled

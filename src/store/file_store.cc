@@ -152,6 +152,15 @@ Result<std::unique_ptr<FileStore>> FileStore::open(const std::string& dir_in, Op
   return std::unique_ptr<FileStore>(new FileStore(std::move(dir), options, std::move(barrier)));
 }
 
+FileStore::FileStore(std::string dir, Options options, std::unique_ptr<posix::SyncBarrier> barrier)
+    : dir_(std::move(dir)), options_(options), barrier_(std::move(barrier)) {
+  objects_fd_ = ::open((dir_ + "/objects").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+FileStore::~FileStore() {
+  if (objects_fd_ >= 0) ::close(objects_fd_);
+}
+
 std::string FileStore::object_path(std::string_view name) const {
   std::string hex = hex_of(name);
   return fmt::format("{}/objects/{}/{}", dir_, hex.substr(0, 2), hex.substr(2));
@@ -378,8 +387,21 @@ Result<ObjectRead> FileStore::materialize(std::string_view name, const std::stri
 
 Result<bool> FileStore::has_object(std::string_view name) {
   BERTH_CHECK(check_object_name(name));
-  std::string path = object_path(name);
   struct stat st {};
+  if (objects_fd_ >= 0) {
+    // "ab/cdef…\0": the 64 hex digits of a checked name, split after two.
+    std::string_view hex = name.substr(name.size() - 64);
+    char rel[67];
+    rel[0] = hex[0];
+    rel[1] = hex[1];
+    rel[2] = '/';
+    hex.substr(2).copy(rel + 3, 62);
+    rel[65] = '\0';
+    if (::fstatat(objects_fd_, rel, &st, 0) == 0) return true;
+    if (errno == ENOENT) return false;
+    return files::os_error(object_path(name), "stat", errno);
+  }
+  std::string path = object_path(name);
   if (::stat(path.c_str(), &st) == 0) return true;
   if (errno == ENOENT) return false;
   return files::os_error(path, "stat", errno);
