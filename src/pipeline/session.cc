@@ -165,7 +165,8 @@ struct Session::State {
   // too), or of the same base, left by another version of the pipeline file.
   std::optional<Settled> settled;
   bool same = false;
-  std::string previous_steps;  // the steps file of the record found, to replace
+  std::string previous_steps;   // the steps file of the record found, to replace
+  std::string previous_record;  // and the record's own file
   // What of the record still holds, and when the check began (racy inputs, index.h).
   std::optional<SettledCheck> check;
   int64_t check_ns = 0;
@@ -252,8 +253,15 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
       if (auto opened = Index::open(ix); opened.ok()) s.index = std::move(*opened);
     }
     if (s.index && s.index->rebuilt_reason().empty()) {
-      if (auto blob = s.index->settled(s.settled_name)) {
-        auto rec = decode_settled(*blob);
+      // The index names the record's file; a file of another length, or one that does
+      // not decode, is no record.
+      auto where = s.index->settled(s.settled_name);
+      auto ptr = where ? read_settled_pointer(*where) : std::nullopt;
+      auto bytes = ptr ? files::read_file(ptr->first, ptr->second + 1)
+                       : Result<std::string>(fail(Errc::kNotFound, "no record"));
+      if (bytes.ok() && bytes->size() == ptr->second) {
+        s.previous_record = ptr->first;
+        auto rec = decode_settled(*bytes);
         if (rec.ok()) {
           s.previous_steps = settled_steps_path(cache_dir, rec->steps_object);
           if (rec->context == s.context()) {
@@ -391,7 +399,10 @@ std::optional<RunOutcome> Session::State::run_settled() {
   // Racy inputs whose bytes the check read again, and which are no longer racy: from
   // now on their stamps are proof, and the record says so.
   if (check->racy_verified > 0 && settle_racy_inputs(*settled, check_ns)) {
-    index->remember_settled(settled_name, encode_settled(*settled));
+    std::string bytes = encode_settled(*settled);
+    if (files::write_file_atomic(previous_record, bytes, false).ok()) {
+      index->remember_settled(settled_name, settled_pointer(previous_record, bytes.size()));
+    }
   }
   header.elapsed_s = std::chrono::duration<double>(Clock::real().steady() - t0).count();
   RunOutcome out;
@@ -439,7 +450,7 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   // The record, and beside it the steps a rerun reports (an object of their own when
   // steps executed: this run reports them executed); or no record.
   bool kept = false;
-  std::string steps_path;
+  std::string steps_path, record_path;
   if (rep.settled && !steps_object.empty() && rep.settled->entries.size() == spans.size()) {
     std::string rerun_steps;
     EntrySpans rerun_spans;
@@ -451,6 +462,7 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
     const std::string& steps = rerun_steps.empty() ? steps_json : rerun_steps;
     const EntrySpans& at = rerun_steps.empty() ? spans : rerun_spans;
     steps_path = settled_steps_path(cache, steps_object);
+    record_path = settled_record_path(cache, steps_object);
     std::error_code mk;
     if (!steps_path.empty()) fs::create_directories(fs::path(steps_path).parent_path(), mk);
     if (!steps_path.empty() && !mk && files::write_file_atomic(steps_path, steps).ok()) {
@@ -465,13 +477,21 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
       rec.base = base();
       // Inputs reused from the old record were read again by its check if racy.
       if (check) settle_racy_inputs(rec, check_ns);
-      index->remember_settled(settled_name, encode_settled(rec));
-      kept = true;
+      // Not fsynced: a record torn by a crash does not decode, and costs one ordinary
+      // run; the steps it names were.
+      std::string bytes = encode_settled(rec);
+      if (files::write_file_atomic(record_path, bytes, false).ok()) {
+        index->remember_settled(settled_name, settled_pointer(record_path, bytes.size()));
+        kept = true;
+      }
     }
   }
   if (!kept) index->forget_settled(settled_name);
   if (!previous_steps.empty() && (!kept || previous_steps != steps_path)) {
     ::unlink(previous_steps.c_str());
+  }
+  if (!previous_record.empty() && (!kept || previous_record != record_path)) {
+    ::unlink(previous_record.c_str());
   }
 }
 

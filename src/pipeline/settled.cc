@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <limits>
 #include <cstdint>
 #include <thread>
 #include <unordered_map>
@@ -41,8 +42,17 @@ namespace {
 
 constexpr std::string_view kMagic = "berth-settled";
 
+// Appends a number in decimal, without a temporary string: a record holds tens of
+// thousands of them.
+template <typename T>
+void put_num(std::string& out, T v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
 void put_str(std::string& out, std::string_view s) {
-  out += std::to_string(s.size());
+  put_num(out, s.size());
   out += ':';
   out.append(s);
 }
@@ -95,16 +105,60 @@ class Reader {
     return s;
   }
 
+  // Fast primitives for the lines a record holds tens of thousands of: false, and no
+  // message, on anything unexpected (the caller then reads the line again with the
+  // primitives above, for the message).
+  template <typename T>
+  bool num(T& v) {
+    auto got = parse_number<T>();
+    if (!got) return false;
+    v = *got;
+    return true;
+  }
+  bool ch(char c) {
+    if (pos_ >= b_.size() || b_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+  bool lit(std::string_view s) {
+    if (b_.substr(pos_, s.size()) != s) return false;
+    pos_ += s.size();
+    return true;
+  }
+  bool take(std::string& out) {
+    auto n = parse_number<size_t>();
+    if (!n || !ch(':') || *n > b_.size() - pos_) return false;
+    out.assign(b_.data() + pos_, *n);
+    pos_ += *n;
+    return true;
+  }
+  void seek(size_t pos) { pos_ = pos; }
+
  private:
+  // Only what encode_settled() writes: digits, '-' for a negative value, no '+';
+  // from_chars' grammar, with a plain loop for the common case of a few digits.
   template <typename T>
   std::optional<T> parse_number() {
-    T v{};
     const char* first = b_.data() + pos_;
     const char* last = b_.data() + b_.size();
-    // Only what encode_settled() writes: digits, '-' for a negative value, no '+'.
-    if (first == last || !(*first == '-' || (*first >= '0' && *first <= '9'))) {
-      return std::nullopt;
+    if (first == last) return std::nullopt;
+    if (*first != '-') {
+      // Up to 19 digits cannot overflow an unsigned 64-bit value; a longer number, or
+      // a type it may not fit, goes to from_chars.
+      uint64_t v = 0;
+      const char* p = first;
+      while (p < last && p - first < 19 && static_cast<unsigned char>(*p - '0') < 10) {
+        v = v * 10 + static_cast<uint64_t>(*p - '0');
+        ++p;
+      }
+      if (p == first) return std::nullopt;
+      bool more = p < last && static_cast<unsigned char>(*p - '0') < 10;
+      if (!more && v <= static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        pos_ += static_cast<size_t>(p - first);
+        return static_cast<T>(v);
+      }
     }
+    T v{};
     auto [p, ec] = std::from_chars(first, last, v);
     if (ec != std::errc() || p == first) return std::nullopt;
     pos_ += static_cast<size_t>(p - first);
@@ -130,6 +184,90 @@ Result<FileStamp> read_stamp(Reader& r, bool with_ctime) {
     BERTH_CHECK(r.space());
   }
   return st;
+}
+
+bool fast_stamp(Reader& r, FileStamp& st, bool with_ctime) {
+  return r.num(st.dev) && r.ch(' ') && r.num(st.ino) && r.ch(' ') && r.num(st.size) &&
+         r.ch(' ') && r.num(st.mtime_ns) && r.ch(' ') &&
+         (!with_ctime || (r.num(st.ctime_ns) && r.ch(' ')));
+}
+
+// An input, racy input or result line after its word, up to its newline.
+Result<SettledFile> read_file_line(Reader& r, std::string_view word) {
+  bool input = word != "result";
+  bool racy = word == "racy-input";
+  SettledFile f;
+  f.with_ctime = input;
+  size_t start = r.pos();
+  if (r.lit(word) && r.ch(' ') && fast_stamp(r, f.stamp, input) &&
+      (!racy || (r.take(f.racy_hash) && !f.racy_hash.empty() && r.ch(' '))) && r.take(f.path)) {
+    return f;
+  }
+  r.seek(start);
+  BERTH_CHECK(r.literal(word));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(f.stamp, read_stamp(r, input));
+  if (racy) {
+    BERTH_TRY(f.racy_hash, r.str("a hash"));
+    // Empty, it would be written back as a plain input: not what was read.
+    if (f.racy_hash.empty()) return r.error("a racy input's hash");
+    BERTH_CHECK(r.space());
+  }
+  BERTH_TRY(f.path, r.str("a path"));
+  return f;
+}
+
+// A step line, up to its newline; its indices are of what `s` names so far.
+Result<SettledStep> read_step_line(Reader& r, const Settled& s) {
+  SettledStep e;
+  size_t start = r.pos();
+  auto fast = [&] {
+    size_t n = 0;
+    if (!(r.lit("step ") && r.num(e.offset) && r.ch(' ') && r.num(e.length) && r.ch(' ') &&
+          r.num(n) && n <= s.files.size())) {
+      return false;
+    }
+    e.files.resize(n);
+    for (uint32_t& f : e.files) {
+      if (!(r.ch(' ') && r.num(f) && f < s.files.size())) return false;
+    }
+    if (!(r.ch(' ') && r.num(n) && n <= s.objects.size())) return false;
+    e.objects.resize(n);
+    for (uint32_t& o : e.objects) {
+      if (!(r.ch(' ') && r.num(o) && o < s.objects.size())) return false;
+    }
+    return r.ch(' ') && r.take(e.fingerprint) && r.ch(' ') && r.take(e.name);
+  };
+  if (fast()) return e;
+  r.seek(start);
+  e = SettledStep{};
+  BERTH_CHECK(r.literal("step "));
+  BERTH_TRY(e.offset, r.number<size_t>("an offset"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(e.length, r.number<size_t>("a length"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(size_t nf, r.number<size_t>("a file count"));
+  if (nf > s.files.size()) return r.error("at most as many files as the record names");
+  for (size_t k = 0; k < nf; ++k) {
+    BERTH_CHECK(r.space());
+    BERTH_TRY(uint32_t f, r.number<uint32_t>("a file's index"));
+    if (f >= s.files.size()) return r.error("the index of a file named before");
+    e.files.push_back(f);
+  }
+  BERTH_CHECK(r.space());
+  BERTH_TRY(size_t no, r.number<size_t>("an object count"));
+  if (no > s.objects.size()) return r.error("at most as many objects as the record names");
+  for (size_t k = 0; k < no; ++k) {
+    BERTH_CHECK(r.space());
+    BERTH_TRY(uint32_t o, r.number<uint32_t>("an object's index"));
+    if (o >= s.objects.size()) return r.error("the index of an object named before");
+    e.objects.push_back(o);
+  }
+  BERTH_CHECK(r.space());
+  BERTH_TRY(e.fingerprint, r.str("a fingerprint"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(e.name, r.str("a step's name"));
+  return e;
 }
 
 // The SHA-256 of a file's bytes, "sha256:<hex>"; nullopt when it cannot be read.
@@ -209,16 +347,16 @@ bool file_holds(const SettledFile& f, DirCache& dirs, std::atomic<size_t>& racy_
 }
 
 void put_stamp(std::string& out, const FileStamp& st, bool with_ctime) {
-  out += std::to_string(st.dev);
+  put_num(out, st.dev);
   out += ' ';
-  out += std::to_string(st.ino);
+  put_num(out, st.ino);
   out += ' ';
-  out += std::to_string(st.size);
+  put_num(out, st.size);
   out += ' ';
-  out += std::to_string(st.mtime_ns);
+  put_num(out, st.mtime_ns);
   out += ' ';
   if (with_ctime) {
-    out += std::to_string(st.ctime_ns);
+    put_num(out, st.ctime_ns);
     out += ' ';
   }
 }
@@ -255,6 +393,33 @@ std::string settled_base(std::string_view engine_version, std::string_view cwd,
 std::string settled_steps_path(std::string_view cache_dir, std::string_view steps_object) {
   if (!store::check_object_name(steps_object).ok()) return "";
   return fmt::format("{}/settled/{}.json", cache_dir, steps_object.substr(7));
+}
+
+std::string settled_record_path(std::string_view cache_dir, std::string_view steps_object) {
+  if (!store::check_object_name(steps_object).ok()) return "";
+  return fmt::format("{}/settled/{}.record", cache_dir, steps_object.substr(7));
+}
+
+namespace {
+constexpr std::string_view kPointerMagic = "berth-settled-file 1 ";
+}  // namespace
+
+std::string settled_pointer(std::string_view path, size_t bytes) {
+  std::string out(kPointerMagic);
+  out += std::to_string(bytes);
+  out += ' ';
+  put_str(out, path);
+  return out;
+}
+
+std::optional<std::pair<std::string, size_t>> read_settled_pointer(std::string_view row) {
+  Reader r(row);
+  if (!r.literal(kPointerMagic).ok()) return std::nullopt;
+  auto bytes = r.number<size_t>("a length");
+  if (!bytes.ok() || !r.space().ok()) return std::nullopt;
+  auto path = r.str("a path");
+  if (!path.ok() || path->empty() || !r.at_end()) return std::nullopt;
+  return std::make_pair(std::move(*path), *bytes);
 }
 
 std::string encode_settled(const Settled& s) {
@@ -306,20 +471,20 @@ std::string encode_settled(const Settled& s) {
   }
   for (const auto& e : s.entries) {
     out += "step ";
-    out += std::to_string(e.offset);
+    put_num(out, e.offset);
     out += ' ';
-    out += std::to_string(e.length);
+    put_num(out, e.length);
     out += ' ';
-    out += std::to_string(e.files.size());
+    put_num(out, e.files.size());
     for (uint32_t f : e.files) {
       out += ' ';
-      out += std::to_string(f);
+      put_num(out, f);
     }
     out += ' ';
-    out += std::to_string(e.objects.size());
+    put_num(out, e.objects.size());
     for (uint32_t o : e.objects) {
       out += ' ';
-      out += std::to_string(o);
+      put_num(out, o);
     }
     out += ' ';
     put_str(out, e.fingerprint);
@@ -380,58 +545,24 @@ Result<Settled> decode_settled(std::string_view bytes) {
       BERTH_TRY(t.output, r.str("a tool's output"));
       s.tools.push_back(std::move(t));
     } else if (word == "input" || word == "racy-input" || word == "result") {
-      bool input = word != "result";
-      bool racy = word == "racy-input";
-      BERTH_CHECK(r.literal(word));
-      BERTH_CHECK(r.space());
-      SettledFile f;
-      f.with_ctime = input;
-      BERTH_TRY(f.stamp, read_stamp(r, input));
-      if (racy) {
-        BERTH_TRY(f.racy_hash, r.str("a hash"));
-        // Empty, it would be written back as a plain input: not what was read.
-        if (f.racy_hash.empty()) return r.error("a racy input's hash");
-        BERTH_CHECK(r.space());
-      }
-      BERTH_TRY(f.path, r.str("a path"));
+      BERTH_TRY(SettledFile f, read_file_line(r, word));
       s.files.push_back(std::move(f));
     } else if (word == "object") {
-      BERTH_CHECK(r.literal("object "));
-      BERTH_TRY(std::string o, r.str("an object name"));
+      std::string o;
+      size_t start = r.pos();
+      if (!(r.lit("object ") && r.take(o))) {
+        r.seek(start);
+        BERTH_CHECK(r.literal("object "));
+        BERTH_TRY(o, r.str("an object name"));
+      }
       s.objects.push_back(std::move(o));
     } else if (word == "step") {
-      BERTH_CHECK(r.literal("step "));
-      SettledStep e;
-      BERTH_TRY(e.offset, r.number<size_t>("an offset"));
-      BERTH_CHECK(r.space());
-      BERTH_TRY(e.length, r.number<size_t>("a length"));
-      BERTH_CHECK(r.space());
-      BERTH_TRY(size_t nf, r.number<size_t>("a file count"));
-      if (nf > s.files.size()) return r.error("at most as many files as the record names");
-      for (size_t k = 0; k < nf; ++k) {
-        BERTH_CHECK(r.space());
-        BERTH_TRY(uint32_t f, r.number<uint32_t>("a file's index"));
-        if (f >= s.files.size()) return r.error("the index of a file named before");
-        e.files.push_back(f);
-      }
-      BERTH_CHECK(r.space());
-      BERTH_TRY(size_t no, r.number<size_t>("an object count"));
-      if (no > s.objects.size()) return r.error("at most as many objects as the record names");
-      for (size_t k = 0; k < no; ++k) {
-        BERTH_CHECK(r.space());
-        BERTH_TRY(uint32_t o, r.number<uint32_t>("an object's index"));
-        if (o >= s.objects.size()) return r.error("the index of an object named before");
-        e.objects.push_back(o);
-      }
-      BERTH_CHECK(r.space());
-      BERTH_TRY(e.fingerprint, r.str("a fingerprint"));
-      BERTH_CHECK(r.space());
-      BERTH_TRY(e.name, r.str("a step's name"));
+      BERTH_TRY(SettledStep e, read_step_line(r, s));
       s.entries.push_back(std::move(e));
     } else {
       break;
     }
-    BERTH_CHECK(r.newline());
+    if (!r.ch('\n')) BERTH_CHECK(r.newline());
   }
   BERTH_CHECK(r.literal("steps "));
   BERTH_TRY(s.steps, r.number<size_t>("a step count"));

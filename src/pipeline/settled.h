@@ -105,6 +105,18 @@ struct Settled {
 // "<cache>/settled/<hex of steps_object>.json"; "" for a name that is not an object's.
 std::string settled_steps_path(std::string_view cache_dir, std::string_view steps_object);
 
+// Where the record itself is kept: "<cache>/settled/<hex of steps_object>.record",
+// beside its steps; the index's row for the pipeline names it (settled_pointer()). A
+// 10,000-step record is megabytes: a file is written and read in one call each, where
+// the index would page it through its B-tree and its log. "" for a name that is not an
+// object's.
+std::string settled_record_path(std::string_view cache_dir, std::string_view steps_object);
+
+// The index's row for a record kept in the file `path`, `bytes` long, and back;
+// nullopt for a row that is not one.
+std::string settled_pointer(std::string_view path, size_t bytes);
+std::optional<std::pair<std::string, size_t>> read_settled_pointer(std::string_view row);
+
 // What a run was given, as one string to compare: every field length-prefixed, so no
 // two different tuples share one. The pipeline's bytes are in it whole, not hashed: a
 // settled run computes no hash at all.
