@@ -709,60 +709,87 @@ void Executor::collect_settled() {
   }
   // One stamp per path: a file two steps read is checked once. The same path seen
   // at two stamps changed during the run; no record then. A reused step's facts are
-  // the old record's, every one of which held (check_settled()).
+  // the old record's, every one of which held (check_settled()): they are mapped by
+  // index, each once, and only the few facts of steps keyed in this run are looked up
+  // by path or name.
   Settled rec;
-  const Settled* old = o_.reuse ? o_.reuse->record : nullptr;
-  size_t total_files = 0;
-  for (size_t i = 0; i < n; ++i) {
-    total_files += reused_from_[i] >= 0 ? old->entries[reused_from_[i]].files.size()
-                                        : facts_[i].files.size();
-  }
-  rec.files.reserve(total_files);
+  rec.entries.resize(n);
   // Views of the paths and names in facts_ and the old record, which outlive them.
   std::unordered_map<std::string_view, uint32_t> file_at;
   std::unordered_map<std::string_view, uint32_t> object_at;
   std::vector<std::string_view> objects;
-  file_at.reserve(total_files);
-  rec.entries.resize(n);
-  auto add_file = [&](const SettledFile& f, SettledStep& e) {
-    auto [it, fresh] = file_at.try_emplace(f.path, static_cast<uint32_t>(rec.files.size()));
-    if (fresh) {
-      rec.files.push_back(f);
-    } else {
-      SettledFile& seen = rec.files[it->second];
-      if (seen.stamp != f.stamp || seen.with_ctime != f.with_ctime) return false;
-      if (seen.racy_hash.empty()) {
-        seen.racy_hash = f.racy_hash;
-      } else if (!f.racy_hash.empty() && f.racy_hash != seen.racy_hash) {
-        return false;
-      }
+  auto merge = [](SettledFile& seen, const SettledFile& f) {
+    if (seen.stamp != f.stamp || seen.with_ctime != f.with_ctime) return false;
+    if (seen.racy_hash.empty()) {
+      seen.racy_hash = f.racy_hash;
+    } else if (!f.racy_hash.empty() && f.racy_hash != seen.racy_hash) {
+      return false;
     }
-    e.files.push_back(it->second);
     return true;
   };
-  auto add_object = [&](std::string_view o, SettledStep& e) {
-    auto [it, fresh] = object_at.try_emplace(o, static_cast<uint32_t>(objects.size()));
-    if (fresh) objects.push_back(o);
-    e.objects.push_back(it->second);
-  };
   for (size_t i = 0; i < n; ++i) {
+    if (reused_from_[i] >= 0) continue;
     SettledStep& e = rec.entries[i];
     e.name = g_.steps[i].name;
-    if (reused_from_[i] >= 0) {
-      const SettledStep& was = old->entries[reused_from_[i]];
-      for (uint32_t f : was.files) {
-        if (!add_file(old->files[f], e)) return;
-      }
-      for (uint32_t o : was.objects) add_object(old->objects[o], e);
-      e.fingerprint = !fingerprints_[i].empty() ? std::move(fingerprints_[i]) : was.fingerprint;
-      continue;
-    }
     for (const SettledFile& f : facts_[i].files) {
-      if (!add_file(f, e)) return;
+      auto [it, fresh] = file_at.try_emplace(f.path, static_cast<uint32_t>(rec.files.size()));
+      if (fresh) {
+        rec.files.push_back(f);
+      } else if (!merge(rec.files[it->second], f)) {
+        return;
+      }
+      e.files.push_back(it->second);
     }
-    for (const std::string& o : facts_[i].objects) add_object(o, e);
+    for (const std::string& o : facts_[i].objects) {
+      auto [it, fresh] = object_at.try_emplace(o, static_cast<uint32_t>(objects.size()));
+      if (fresh) objects.push_back(o);
+      e.objects.push_back(it->second);
+    }
     e.fingerprint = !fingerprints_[i].empty() ? std::move(fingerprints_[i])
                                               : step_fingerprint(g_.steps[i], g_, tools_);
+  }
+  if (const Settled* old = o_.reuse ? o_.reuse->record : nullptr) {
+    std::vector<int64_t> file_to(old->files.size(), -1);
+    std::vector<int64_t> object_to(old->objects.size(), -1);
+    rec.files.reserve(rec.files.size() + old->files.size());
+    objects.reserve(objects.size() + old->objects.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (reused_from_[i] < 0) continue;
+      const SettledStep& was = old->entries[reused_from_[i]];
+      SettledStep& e = rec.entries[i];
+      e.name = g_.steps[i].name;
+      e.files.reserve(was.files.size());
+      for (uint32_t f : was.files) {
+        if (file_to[f] < 0) {
+          const SettledFile& of = old->files[f];
+          auto it = file_at.empty() ? file_at.end() : file_at.find(of.path);
+          if (it == file_at.end()) {
+            file_to[f] = static_cast<int64_t>(rec.files.size());
+            rec.files.push_back(of);
+          } else if (merge(rec.files[it->second], of)) {
+            file_to[f] = it->second;
+          } else {
+            return;
+          }
+        }
+        e.files.push_back(static_cast<uint32_t>(file_to[f]));
+      }
+      e.objects.reserve(was.objects.size());
+      for (uint32_t o : was.objects) {
+        if (object_to[o] < 0) {
+          const std::string& name = old->objects[o];
+          auto it = object_at.empty() ? object_at.end() : object_at.find(name);
+          if (it == object_at.end()) {
+            object_to[o] = static_cast<int64_t>(objects.size());
+            objects.push_back(name);
+          } else {
+            object_to[o] = it->second;
+          }
+        }
+        e.objects.push_back(static_cast<uint32_t>(object_to[o]));
+      }
+      e.fingerprint = !fingerprints_[i].empty() ? std::move(fingerprints_[i]) : was.fingerprint;
+    }
   }
   rec.objects.assign(objects.begin(), objects.end());
   std::set<Shape> shapes;
