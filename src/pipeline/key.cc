@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "util/sha256.h"
 
@@ -15,14 +16,19 @@ namespace {
 // produce the same byte string by moving text across a field boundary.
 class Fields {
  public:
+  Fields() { out_.reserve(512); }
   void add(std::string_view field) {
     uint64_t n = field.size();
-    for (int shift = 56; shift >= 0; shift -= 8) {
-      out_.push_back(static_cast<char>((n >> shift) & 0xff));
-    }
+    char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (56 - 8 * i)) & 0xff);
+    out_.append(len, 8);
     out_.append(field);
   }
-  void count(size_t n) { add(std::to_string(n)); }
+  void count(size_t n) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
+    add(std::string_view(buf, static_cast<size_t>(end - buf)));
+  }
   void word(const Word& w) {
     count(w.size());
     for (const Segment& s : w) {
@@ -132,8 +138,12 @@ std::string step_fingerprint(const Step& step, const Graph& graph, const ToolVer
   }
   auto pre = key_preimage(step, where, tools);
   if (!pre.ok()) return "";
-  // Not a key: another format name, so that no fingerprint is ever some step's key.
-  return sha256_hex("berth.step-fingerprint.v1\n" + *pre);
+  // Not a key: another format name first, so that no fingerprint is ever some step's
+  // key. One context per thread, reused: a run fingerprints every step.
+  thread_local Sha256 h;
+  h.update("berth.step-fingerprint.v1\n");
+  h.update(*pre);
+  return h.finish_hex();
 }
 
 }  // namespace berth::pipeline

@@ -61,6 +61,33 @@ TEST(Settled, StepsPathIsNamedByTheObject) {
   EXPECT_EQ(settled_steps_path("/c", "sha256:../../etc/passwd"), "");
 }
 
+TEST(Settled, TheIndexNamesTheRecordsFile) {
+  std::string hex(64, 'c');
+  EXPECT_EQ(settled_record_path("/c", "sha256:" + hex), "/c/settled/" + hex + ".record");
+  EXPECT_EQ(settled_record_path("/c", "sha256:../x"), "");
+  std::string row = settled_pointer("/c/settled/a b\n.record", 1234);
+  auto back = read_settled_pointer(row);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->first, "/c/settled/a b\n.record");
+  EXPECT_EQ(back->second, 1234u);
+  // An old index's row (the record itself), a torn row, trailing bytes: no record.
+  EXPECT_EQ(read_settled_pointer(encode_settled(sample())), std::nullopt);
+  EXPECT_EQ(read_settled_pointer(row.substr(0, row.size() - 1)), std::nullopt);
+  EXPECT_EQ(read_settled_pointer(row + "x"), std::nullopt);
+  EXPECT_EQ(read_settled_pointer(settled_pointer("", 5)), std::nullopt);
+}
+
+TEST(Settled, BaseLeavesOutOnlyThePipelinesBytes) {
+  std::string b = settled_base("e", "/c", "/p", "url", "/r");
+  EXPECT_EQ(b, settled_base("e", "/c", "/p", "url", "/r"));
+  EXPECT_NE(b, settled_base("f", "/c", "/p", "url", "/r"));
+  EXPECT_NE(b, settled_base("e", "/d", "/p", "url", "/r"));
+  EXPECT_NE(b, settled_base("e", "/c", "/q", "url", "/r"));
+  EXPECT_NE(b, settled_base("e", "/c", "/p", "url2", "/r"));
+  EXPECT_NE(b, settled_base("e", "/c", "/p", "url", "/r2"));
+  EXPECT_NE(b, settled_context("e", "/c", "/p", "", "url", "/r")) << "never a context";
+}
+
 TEST(Settled, ContextChangesWithEveryField) {
   std::string base = settled_context("e", "/c", "/p", "bytes", "url", "/r");
   EXPECT_EQ(base, settled_context("e", "/c", "/p", "bytes", "url", "/r"));
