@@ -167,6 +167,8 @@ struct Session::State {
   bool same = false;
   std::string previous_steps;   // the steps file of the record found, to replace
   std::string previous_record;  // and the record's own file
+  std::string record_bytes;     // its bytes, whose step lines begin at entries_at
+  size_t entries_at = 0;
   // What of the record still holds, and when the check began (racy inputs, index.h).
   std::optional<SettledCheck> check;
   int64_t check_ns = 0;
@@ -278,7 +280,9 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
                        : Result<std::string>(fail(Errc::kNotFound, "no record"));
       if (bytes.ok() && bytes->size() == ptr->second) {
         s.previous_record = ptr->first;
-        auto rec = decode_settled(*bytes);
+        // Its steps' entries are read only if the record does not hold as a whole.
+        auto rec = decode_settled(*bytes, false, &s.entries_at);
+        if (rec.ok()) s.record_bytes = std::move(*bytes);
         if (rec.ok()) {
           s.previous_steps = settled_steps_path(cache_dir, rec->steps_object);
           if (rec->context == s.context()) {
@@ -415,7 +419,8 @@ std::optional<RunOutcome> Session::State::run_settled() {
   }
   // Racy inputs whose bytes the check read again, and which are no longer racy: from
   // now on their stamps are proof, and the record says so.
-  if (check->racy_verified > 0 && settle_racy_inputs(*settled, check_ns)) {
+  if (check->racy_verified > 0 && settle_racy_inputs(*settled, check_ns) &&
+      decode_settled_entries(record_bytes, entries_at, *settled).ok()) {
     std::string bytes = encode_settled(*settled);
     if (files::write_file_atomic(previous_record, bytes, false).ok()) {
       index->remember_settled(settled_name, settled_pointer(previous_record, bytes.size()));
@@ -526,7 +531,11 @@ Result<RunOutcome> Session::run(int cancel_fd) {
     if (s.same && !s.check->difference) {
       if (auto answered = s.run_settled()) return std::move(*answered);
     }
-    if (auto steps = s.recorded_steps()) {
+    auto steps = s.recorded_steps();
+    if (steps && !decode_settled_entries(s.record_bytes, s.entries_at, *s.settled).ok()) {
+      steps.reset();
+    }
+    if (steps) {
       reuse.emplace();
       reuse->record = &*s.settled;
       reuse->check = &*s.check;

@@ -219,9 +219,11 @@ Result<SettledFile> read_file_line(Reader& r, std::string_view word) {
   return f;
 }
 
-// A step line, up to its newline; its indices are of what `s` names so far.
-Result<SettledStep> read_step_line(Reader& r, const Settled& s) {
-  SettledStep e;
+// A step line, up to its newline, into `e` (its buffers reused); its indices are of
+// what `s` names so far.
+Result<void> read_step_line(Reader& r, const Settled& s, SettledStep& e) {
+  e.files.clear();
+  e.objects.clear();
   size_t start = r.pos();
   auto fast = [&] {
     size_t n = 0;
@@ -240,7 +242,7 @@ Result<SettledStep> read_step_line(Reader& r, const Settled& s) {
     }
     return r.ch(' ') && r.take(e.fingerprint) && r.ch(' ') && r.take(e.name);
   };
-  if (fast()) return e;
+  if (fast()) return Ok{};
   r.seek(start);
   e = SettledStep{};
   BERTH_CHECK(r.literal("step "));
@@ -269,7 +271,7 @@ Result<SettledStep> read_step_line(Reader& r, const Settled& s) {
   BERTH_TRY(e.fingerprint, r.str("a fingerprint"));
   BERTH_CHECK(r.space());
   BERTH_TRY(e.name, r.str("a step's name"));
-  return e;
+  return Ok{};
 }
 
 // The SHA-256 of a file's bytes, "sha256:<hex>"; nullopt when it cannot be read.
@@ -518,9 +520,15 @@ std::string encode_settled(const Settled& s) {
   return out.take();
 }
 
-Result<Settled> decode_settled(std::string_view bytes) {
+Result<Settled> decode_settled(std::string_view bytes) { return decode_settled(bytes, true); }
+
+Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t* entries_at) {
   Reader r(bytes);
   Settled s;
+  SettledStep scratch;  // a step line read but not kept
+  std::vector<std::pair<size_t, size_t>> last_offsets;
+  bool seen_step = false;
+  if (entries_at) *entries_at = 0;
   BERTH_CHECK(r.literal(kMagic));
   BERTH_CHECK(r.space());
   BERTH_TRY(int format, r.number<int>("the format version"));
@@ -579,8 +587,17 @@ Result<Settled> decode_settled(std::string_view bytes) {
       }
       s.objects.push_back(std::move(o));
     } else if (word == "step") {
-      BERTH_TRY(SettledStep e, read_step_line(r, s));
-      s.entries.push_back(std::move(e));
+      if (entries_at && !seen_step) *entries_at = r.pos();
+      seen_step = true;
+      if (with_entries) {
+        SettledStep e;
+        BERTH_CHECK(read_step_line(r, s, e));
+        s.entries.push_back(std::move(e));
+      } else {
+        BERTH_CHECK(read_step_line(r, s, scratch));
+        // Its entry must lie within the steps, checked below for kept ones.
+        last_offsets.emplace_back(scratch.offset, scratch.length);
+      }
     } else {
       break;
     }
@@ -602,7 +619,30 @@ Result<Settled> decode_settled(std::string_view bytes) {
                                at, e.name, s.steps_bytes));
     }
   }
+  for (const auto& [offset, length] : last_offsets) {
+    if (offset > s.steps_bytes || length > s.steps_bytes - offset) {
+      return Error(Errc::kInvalidInput,
+                   fmt::format("settled record: at byte {}: a step lies outside the {} bytes "
+                               "of the steps",
+                               at, s.steps_bytes));
+    }
+  }
   return s;
+}
+
+Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, Settled& s) {
+  if (entries_at == 0) return Ok{};  // a record without steps
+  if (entries_at > bytes.size()) return fail(Errc::kInvalidInput, "settled record: no steps there");
+  Reader r(bytes);
+  r.seek(entries_at);
+  s.entries.clear();
+  while (r.peek_word() == "step") {
+    SettledStep e;
+    BERTH_CHECK(read_step_line(r, s, e));
+    BERTH_CHECK(r.newline());
+    s.entries.push_back(std::move(e));
+  }
+  return Ok{};
 }
 
 SettledCheck check_settled(const Settled& s, const std::vector<place::PoolNode>& nodes,

@@ -136,6 +136,13 @@ std::string settled_base(std::string_view engine_version, std::string_view cwd,
 // naming the byte offset and what was expected there; it never crashes, whatever the bytes.
 std::string encode_settled(const Settled& s);
 Result<Settled> decode_settled(std::string_view bytes);
+// The same, every line checked, but without keeping the step lines when
+// `with_entries` is false (a settled run needs none of them): `entries_at` receives
+// where they begin (0: there are none), for decode_settled_entries() to read them when
+// they are needed, from the same bytes.
+Result<Settled> decode_settled(std::string_view bytes, bool with_entries,
+                               size_t* entries_at = nullptr);
+Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, Settled& s);
 
 // Which of a record's facts still hold: every file still has its stamp (a racy input:
 // and its bytes still have the recorded hash), every object is still in the store,

@@ -54,6 +54,27 @@ TEST(Settled, EncodeDecodeRoundTripsAnyBytes) {
   EXPECT_EQ(*e, empty);
 }
 
+TEST(Settled, EntriesAreReadWhenNeeded) {
+  Settled s = sample();
+  std::string bytes = encode_settled(s);
+  size_t at = 0;
+  auto lazy = decode_settled(bytes, false, &at);
+  ASSERT_TRUE(lazy.ok()) << lazy.error().message();
+  EXPECT_TRUE(lazy->entries.empty());
+  EXPECT_GT(at, 0u);
+  ASSERT_TRUE(decode_settled_entries(bytes, at, *lazy).ok());
+  EXPECT_EQ(*lazy, s);
+  // Checked all the same: an entry outside the steps is refused without being kept.
+  s.entries[1].length = s.steps_bytes;
+  EXPECT_FALSE(decode_settled(encode_settled(s), false, &at).ok());
+  // A record without steps has none to read.
+  Settled empty;
+  auto none = decode_settled(encode_settled(empty), false, &at);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(at, 0u);
+  EXPECT_TRUE(decode_settled_entries(encode_settled(empty), at, *none).ok());
+}
+
 TEST(Settled, StepsPathIsNamedByTheObject) {
   std::string hex(64, 'c');
   EXPECT_EQ(settled_steps_path("/c", "sha256:" + hex), "/c/settled/" + hex + ".json");
