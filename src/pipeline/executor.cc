@@ -101,6 +101,11 @@ class Executor {
   Result<std::string> key_for(size_t i, json* basis);
   // A cached result (StepCache::lookup), what it saw kept for a settled record.
   std::optional<StepRecord> try_cached(size_t i);
+  // Finishes step i from the settled record's entry when RunOptions::reuse allows.
+  bool try_reuse(size_t i);
+  // Step i's outputs, read from its recorded entry if it was reused; false when that
+  // entry does not say.
+  bool ensure_outputs(size_t i);
   // Keys a ready step, then: cached → finished; the same key as a step of this run
   // already queued or running → waits for it; dry run → "would run"; otherwise queued
   // for a placement.
@@ -202,10 +207,20 @@ class Executor {
   std::vector<std::pair<size_t, std::map<std::string, StepRecord::Output>>> known_;
   std::vector<char> released_early_;  // dependents already readied by `known`
   int wake_[2] = {-1, -1};
-  // What the steps saw (record_settled; run() thread only). settleable_ goes
-  // false at the first fact that was not verified at a stamp.
-  Settled settled_;
+  // What the steps saw (record_settled; run() thread only), per step: the files and
+  // objects its cached or executed outcome rests on. settleable_ goes false at the
+  // first fact that was not verified at a stamp.
+  struct Facts {
+    std::vector<SettledFile> files;
+    std::vector<std::string> objects;
+  };
+  std::vector<Facts> facts_;
   bool settleable_ = true;
+  // Reuse: the record's entries by step name; per step, the entry it was reused from
+  // (-1: none) and the fingerprint computed for it ("" when not computed).
+  std::unordered_map<std::string_view, size_t> reuse_names_;
+  std::vector<int64_t> reused_from_;
+  std::vector<std::string> fingerprints_;
   // Per step, the stamp of each file input item at which key_for() knew its hash, in
   // input order (run() thread; moved into the step's task when it starts).
   std::vector<std::vector<FileStamp>> input_stamps_;
@@ -252,19 +267,24 @@ Result<std::string> Executor::key_for(size_t i, json* basis) {
       if (item.kind == InputItem::Kind::kFile) {
         // The index answers when the file's stamp is unchanged; a file is remembered
         // only when its stamp was the same before and after hashing (index.h).
+        // The clock is read before the file is stamped: a stamp within kRacyWindowNs
+        // of it is racy, and proves nothing without the bytes (index.h).
         std::optional<FileStamp> before;
         std::optional<std::string> known;
+        int64_t verified = wall_ns(clock_.wall());
         if (auto st = FileStamp::of(item.path); st.ok()) {
           before = *st;
           if (o_.index) known = o_.index->file_hash(item.path, *st);
         }
         bool stamped = known.has_value();
+        bool racy = false;
         if (!known) {
           BERTH_TRY(std::string h, hash_file_bytes(item.path));
           if (before) {
             if (auto after = FileStamp::of(item.path); after.ok() && *after == *before) {
-              if (o_.index) o_.index->remember_file(item.path, *before, h);
+              if (o_.index) o_.index->remember_file(item.path, *before, h, verified);
               stamped = true;
+              racy = stamp_is_racy(*before, verified);
             }
           }
           known = std::move(h);
@@ -274,7 +294,9 @@ Result<std::string> Executor::key_for(size_t i, json* basis) {
         stamps.push_back(before.value_or(FileStamp{}));
         if (o_.record_settled) {
           if (stamped) {
-            settled_.files.push_back({item.path, *before, true});
+            // A racy stamp is recorded with the hash, which a later check reads again.
+            facts_[i].files.push_back(
+                {item.path, *before, true, racy ? *known : std::string()});
           } else {
             settleable_ = false;
           }
@@ -320,11 +342,75 @@ std::optional<StepRecord> Executor::try_cached(size_t i) {
   auto r = cache_.lookup(g_.steps[i], keys_[i], !o_.dry_run, report_.problems,
                          o_.record_settled ? &seen : nullptr);
   if (r && o_.record_settled) {
-    for (auto& o : seen.objects) settled_.objects.push_back(std::move(o));
-    for (auto& f : seen.results.files) settled_.files.push_back(std::move(f));
+    for (auto& o : seen.objects) facts_[i].objects.push_back(std::move(o));
+    for (auto& f : seen.results.files) facts_[i].files.push_back(std::move(f));
     if (!seen.results.whole) settleable_ = false;
   }
   return r;
+}
+
+bool Executor::try_reuse(size_t i) {
+  const SettledReuse& ru = *o_.reuse;
+  const Step& s = g_.steps[i];
+  auto it = reuse_names_.find(s.name);
+  if (it == reuse_names_.end()) return false;
+  const SettledStep& e = ru.record->entries[it->second];
+  // Whatever it reads was reused too: an upstream step that ran again may have made
+  // other outputs, and then this step has another key.
+  for (size_t dep : s.deps) {
+    if (reused_from_[dep] < 0) return false;
+  }
+  for (uint32_t f : e.files) {
+    if (f >= ru.check->file_ok.size() || !ru.check->file_ok[f]) return false;
+  }
+  for (uint32_t o : e.objects) {
+    if (o >= ru.check->object_ok.size() || !ru.check->object_ok[o]) return false;
+  }
+  const std::string& steps = *ru.steps;
+  if (e.offset > steps.size() || e.length > steps.size() - e.offset || e.length < 2) return false;
+  std::string_view entry(steps.data() + e.offset, e.length);
+  if (entry.front() != '{' || entry.back() != '}') return false;
+  if (ru.verify_fingerprints) {
+    std::string fp = step_fingerprint(s, g_, tools_);
+    if (fp.empty() || fp != e.fingerprint) return false;
+    fingerprints_[i] = std::move(fp);
+  }
+  StepRecord r;
+  r.name = s.name;
+  r.state = StepState::kCached;
+  r.reason = std::string(kCachedReason);
+  r.recorded = entry;
+  reused_from_[i] = static_cast<int64_t>(it->second);
+  finish_step(i, std::move(r));
+  return true;
+}
+
+bool Executor::ensure_outputs(size_t i) {
+  StepRecord& rec = report_.steps[i];
+  if (rec.recorded.empty() || !rec.outputs.empty()) return true;
+  // A reused step's outputs are read only when a step that reads them must be keyed:
+  // after an edit, a few of many.
+  auto j = nlohmann::json::parse(rec.recorded, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("outputs") || !j["outputs"].is_object()) {
+    return false;
+  }
+  std::map<std::string, StepRecord::Output> outputs;
+  for (auto& item : j["outputs"].items()) {
+    const std::string& name = item.key();
+    const auto& o = item.value();
+    if (!o.is_object()) return false;
+    auto field = [&](const char* k) {
+      return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
+    };
+    StepRecord::Output out{field("object"), field("form"), field("canonical")};
+    if (!store::check_object_name(out.object).ok()) return false;
+    outputs[name] = std::move(out);
+  }
+  for (const std::string& out : g_.steps[i].outputs) {
+    if (!outputs.count(out)) return false;
+  }
+  rec.outputs = std::move(outputs);
+  return true;
 }
 
 void Executor::set_state(size_t i, StepState st) {
@@ -395,6 +481,22 @@ void Executor::finish_step(size_t i, StepRecord rec) {
 void Executor::prepare(size_t i) {
   StepRecord& rec = report_.steps[i];
   if (rec.state != StepState::kPending) return;
+  if (o_.reuse && keys_[i].empty() && try_reuse(i)) return;
+  if (keys_[i].empty()) {
+    // A step it reads from may have been reused: its outputs come from its entry.
+    for (size_t dep : g_.steps[i].deps) {
+      if (ensure_outputs(dep)) continue;
+      StepRecord r = rec;
+      r.state = StepState::kFailed;
+      r.reason = fmt::format(
+          "the settled record's entry of '{}', which it reads from, does not say its "
+          "outputs; run again (the record is rewritten)",
+          g_.steps[dep].name);
+      settleable_ = false;
+      finish_step(i, std::move(r));
+      return;
+    }
+  }
   if (keys_[i].empty() || rec.basis.is_null()) {
     json basis;
     auto key = key_for(i, &basis);
@@ -614,7 +716,8 @@ void Executor::finish_twins(size_t i, StepState st) {
       r.state = StepState::kFailed;
       r.reason = fmt::format("its result, computed by '{}', could not be put in place", first.name);
     } else if (o_.record_settled) {
-      for (auto& f : seen.files) settled_.files.push_back(std::move(f));
+      for (auto& f : seen.files) facts_[j].files.push_back(std::move(f));
+      for (const auto& [out, rec] : r.outputs) facts_[j].objects.push_back(rec.object);
       if (!seen.whole) settleable_ = false;
     }
     finish_step(j, std::move(r));
@@ -715,31 +818,103 @@ void Executor::collect_settled() {
     return;
   }
   // One stamp per path: a file two steps read is checked once. The same path seen
-  // at two stamps changed during the run; no record then.
-  auto& files = settled_.files;
-  std::sort(files.begin(), files.end(), [](const SettledFile& a, const SettledFile& b) {
-    return std::tie(a.path, a.with_ctime) < std::tie(b.path, b.with_ctime);
-  });
-  for (size_t k = 1; k < files.size(); ++k) {
-    if (files[k].path == files[k - 1].path && files[k] != files[k - 1]) return;
+  // at two stamps changed during the run; no record then. A reused step's facts are
+  // the old record's, every one of which held (check_settled()): they are mapped by
+  // index, each once, and only the few facts of steps keyed in this run are looked up
+  // by path or name.
+  Settled rec;
+  rec.entries.resize(n);
+  // Views of the paths and names in facts_ and the old record, which outlive them.
+  std::unordered_map<std::string_view, uint32_t> file_at;
+  std::unordered_map<std::string_view, uint32_t> object_at;
+  std::vector<std::string_view> objects;
+  auto merge = [](SettledFile& seen, const SettledFile& f) {
+    if (seen.stamp != f.stamp || seen.with_ctime != f.with_ctime) return false;
+    if (seen.racy_hash.empty()) {
+      seen.racy_hash = f.racy_hash;
+    } else if (!f.racy_hash.empty() && f.racy_hash != seen.racy_hash) {
+      return false;
+    }
+    return true;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (reused_from_[i] >= 0) continue;
+    SettledStep& e = rec.entries[i];
+    e.name = g_.steps[i].name;
+    for (const SettledFile& f : facts_[i].files) {
+      auto [it, fresh] = file_at.try_emplace(f.path, static_cast<uint32_t>(rec.files.size()));
+      if (fresh) {
+        rec.files.push_back(f);
+      } else if (!merge(rec.files[it->second], f)) {
+        return;
+      }
+      e.files.push_back(it->second);
+    }
+    for (const std::string& o : facts_[i].objects) {
+      auto [it, fresh] = object_at.try_emplace(o, static_cast<uint32_t>(objects.size()));
+      if (fresh) objects.push_back(o);
+      e.objects.push_back(it->second);
+    }
+    e.fingerprint = !fingerprints_[i].empty() ? std::move(fingerprints_[i])
+                                              : step_fingerprint(g_.steps[i], g_, tools_);
   }
-  files.erase(std::unique(files.begin(), files.end()), files.end());
-  std::sort(settled_.objects.begin(), settled_.objects.end());
-  settled_.objects.erase(std::unique(settled_.objects.begin(), settled_.objects.end()),
-                         settled_.objects.end());
+  if (const Settled* old = o_.reuse ? o_.reuse->record : nullptr) {
+    std::vector<int64_t> file_to(old->files.size(), -1);
+    std::vector<int64_t> object_to(old->objects.size(), -1);
+    rec.files.reserve(rec.files.size() + old->files.size());
+    objects.reserve(objects.size() + old->objects.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (reused_from_[i] < 0) continue;
+      const SettledStep& was = old->entries[reused_from_[i]];
+      SettledStep& e = rec.entries[i];
+      e.name = g_.steps[i].name;
+      e.files.reserve(was.files.size());
+      for (uint32_t f : was.files) {
+        if (file_to[f] < 0) {
+          const SettledFile& of = old->files[f];
+          auto it = file_at.empty() ? file_at.end() : file_at.find(of.path);
+          if (it == file_at.end()) {
+            file_to[f] = static_cast<int64_t>(rec.files.size());
+            rec.files.push_back(of);
+          } else if (merge(rec.files[it->second], of)) {
+            file_to[f] = it->second;
+          } else {
+            return;
+          }
+        }
+        e.files.push_back(static_cast<uint32_t>(file_to[f]));
+      }
+      e.objects.reserve(was.objects.size());
+      for (uint32_t o : was.objects) {
+        if (object_to[o] < 0) {
+          const std::string& name = old->objects[o];
+          auto it = object_at.empty() ? object_at.end() : object_at.find(name);
+          if (it == object_at.end()) {
+            object_to[o] = static_cast<int64_t>(objects.size());
+            objects.push_back(name);
+          } else {
+            object_to[o] = it->second;
+          }
+        }
+        e.objects.push_back(static_cast<uint32_t>(object_to[o]));
+      }
+      e.fingerprint = !fingerprints_[i].empty() ? std::move(fingerprints_[i]) : was.fingerprint;
+    }
+  }
+  rec.objects.assign(objects.begin(), objects.end());
   std::set<Shape> shapes;
   for (const Step& s : g_.steps) shapes.insert(shape_of(s));
   for (const auto& [tasks, cpus, gpus, nodes] : shapes) {
-    settled_.requests.push_back({tasks, cpus, gpus, nodes});
+    rec.requests.push_back({tasks, cpus, gpus, nodes});
   }
   for (const auto& [name, tool] : g_.tools) {
     auto v = tools_.find(name);
     if (v == tools_.end()) return;
-    settled_.tools.push_back({tool.version, v->second});
+    rec.tools.push_back({tool.version, v->second});
   }
-  settled_.pipeline = g_.name;
-  settled_.steps = n;
-  report_.settled = std::move(settled_);
+  rec.pipeline = g_.name;
+  rec.steps = n;
+  report_.settled = std::move(rec);
 }
 
 void Executor::summarise_notices() {
@@ -773,6 +948,15 @@ Result<RunReport> Executor::run() {
   running_flag_.assign(n, 0);
   released_early_.assign(n, 0);
   input_stamps_.assign(n, {});
+  facts_.assign(o_.record_settled ? n : 0, {});
+  reused_from_.assign(n, -1);
+  fingerprints_.assign(n, {});
+  if (o_.reuse) {
+    const Settled& rec = *o_.reuse->record;
+    reuse_names_.reserve(rec.entries.size());
+    for (size_t k = 0; k < rec.entries.size(); ++k) reuse_names_.emplace(rec.entries[k].name, k);
+    report_.recorded = o_.reuse->steps;
+  }
   for (size_t i = 0; i < n; ++i) {
     report_.steps[i].name = g_.steps[i].name;
     waiting_[i] = static_cast<int>(g_.steps[i].deps.size());
@@ -912,8 +1096,10 @@ Result<RunReport> Executor::run() {
         // An executed step is in a settled record as a rerun would report it: from
         // its row (ours only), its objects present and its results in place.
         if (!d.row_ours || !d.results.whole) settleable_ = false;
-        for (auto& f : d.results.files) settled_.files.push_back(std::move(f));
-        for (const auto& [out, rec] : d.record.outputs) settled_.objects.push_back(rec.object);
+        for (auto& f : d.results.files) facts_[d.step].files.push_back(std::move(f));
+        for (const auto& [out, rec] : d.record.outputs) {
+          facts_[d.step].objects.push_back(rec.object);
+        }
       }
       finish_step(d.step, std::move(d.record));
       notify();

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,18 @@
 #include "util/result.h"
 
 namespace berth::pipeline {
+
+// A settled record (settled.h) a run may reuse steps from: the record, which of its
+// facts still hold (check_settled()), and its steps file's bytes.
+struct SettledReuse {
+  const Settled* record = nullptr;
+  const SettledCheck* check = nullptr;
+  std::shared_ptr<const std::string> steps;
+  // The pipeline's bytes or a tool's answer changed since the record: a step is reused
+  // only when its fingerprint (key.h) is the recorded one. Otherwise the graph is the
+  // record's, step for step, and names suffice.
+  bool verify_fingerprints = false;
+};
 
 struct RunOptions {
   std::string results_dir;   // results/<step>/<output>
@@ -98,6 +111,11 @@ struct RunOptions {
   // RunReport::settled. Needs the index: the record holds the stamps the index knows
   // hashes at.
   bool record_settled = false;
+  // Reuse from the last settled run (spec 04 §7.1): a ready step whose entry in the
+  // record rests only on facts that still hold, and every step it reads from reused
+  // too, is finished from that entry — cached, not keyed, looked up, materialised or
+  // run — and its entry goes into the report verbatim (StepRecord::recorded).
+  std::optional<SettledReuse> reuse;
 
   // The seams (null: the real thing). The clock every time of the run is read from;
   // what runs a step (step_runner.h; the real one launches); how run() waits for its

@@ -12,6 +12,7 @@
 
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "pipeline/graph.h"
+#include "pipeline/index.h"
+#include "pipeline/key.h"
 #include "pipeline/lease.h"
 #include "pipeline/pipeline_file.h"
 #include "pipeline/step_cache.h"
@@ -121,7 +124,9 @@ class FakeRunner final : public StepRunner {
       std::string row = fmt::format(
           R"({{"version":1,"key":"{}","step":"{}","outputs":{{{}}},"provenance":{{"host":"n0"}}}})",
           r.task.key, r.task.record.name, outs);
-      EXPECT_TRUE(store_.put_row(store::row_address(kStepsRow, r.task.key), row).ok());
+      auto put = store_.put_row(store::row_address(kStepsRow, r.task.key), row);
+      EXPECT_TRUE(put.ok());
+      d.row_ours = put.ok() && put->created;
     }
     r.events.done(std::move(d));
   }
@@ -618,6 +623,173 @@ outputs = ["o"]
   auto first = std::find_if(seen.begin(), seen.end(), [](const Progress& p) { return p.executed == 1; });
   ASSERT_NE(first, seen.end());
   EXPECT_DOUBLE_EQ(first->eta_s, 10.0 * 1 / 2) << "mean 10 s, one step left, two at once";
+}
+
+// Reuse from a settled record (spec 04 §7.1): a first run records what each step
+// rested on, as the session does; a second run given that record, and which of its
+// facts still hold, finishes every step whose facts hold from its entry.
+class ExecutorReuseTest : public ExecutorTest {
+ protected:
+  class NoTools : public place::VersionProbe {
+   public:
+    Result<std::string> run(const std::vector<std::string>& argv) override {
+      return fail(Errc::kNotFound, argv.at(0) + ": no tools here");
+    }
+  };
+
+  void SetUp() override {
+    ExecutorTest::SetUp();
+    auto ix = Index::open((dir_ / "index.sqlite").string());
+    ASSERT_TRUE(ix.ok()) << ix.error().message();
+    index_ = std::move(*ix);
+    o_.index = index_.get();
+    o_.record_settled = true;
+  }
+
+  // Runs `g` and keeps its record and steps as the session would: the steps a rerun
+  // reports, each step's entry located in them.
+  void record(const Graph& g) {
+    RunReport r = run(g);
+    ASSERT_TRUE(r.settled.has_value()) << "the first run did not settle";
+    EntrySpans spans, rerun;
+    std::string steps = report_steps_json(r, &spans);
+    steps_ = std::make_shared<std::string>(settled_steps_json(r, steps, spans, &rerun));
+    rec_ = *r.settled;
+    ASSERT_EQ(rec_.entries.size(), rerun.size());
+    for (size_t i = 0; i < rerun.size(); ++i) {
+      rec_.entries[i].offset = rerun[i].first;
+      rec_.entries[i].length = rerun[i].second;
+    }
+    rec_.steps = r.steps.size();
+    rec_.steps_bytes = steps_->size();
+    check_ = check_settled(rec_, {place::PoolNode{"n0", {0, 1}, {}, std::nullopt}}, store_, probe_);
+    ASSERT_EQ(check_.difference, std::nullopt);
+  }
+  // The next run reuses from the record.
+  RunReport rerun(const Graph& g, bool verify_fingerprints = false) {
+    o_.reuse = SettledReuse{&rec_, &check_, steps_, verify_fingerprints};
+    runner_.started.clear();
+    return run(g);
+  }
+  const SettledStep& entry(const std::string& name) {
+    for (const auto& e : rec_.entries) {
+      if (e.name == name) return e;
+    }
+    ADD_FAILURE() << "no entry for " << name;
+    return rec_.entries.at(0);
+  }
+
+  std::unique_ptr<Index> index_;
+  NoTools probe_;
+  Settled rec_;
+  SettledCheck check_;
+  std::shared_ptr<std::string> steps_;
+};
+
+TEST_F(ExecutorReuseTest, EveryStepWhoseFactsHoldIsItsEntryNotKeyedLookedUpOrRun) {
+  Graph g = graph(kChainAndOne);
+  record(g);
+  EXPECT_EQ(runner_.started.size(), 4u);
+  // Every step rests on its output's object; the record knows each step's definition.
+  for (const auto& e : rec_.entries) {
+    EXPECT_EQ(e.objects.size(), 1u) << e.name;
+    EXPECT_EQ(e.fingerprint, step_fingerprint(g.steps[*g.find(e.name)], g, {})) << e.name;
+  }
+  RunReport r = rerun(g);
+  EXPECT_TRUE(runner_.started.empty());
+  EXPECT_EQ(r.count(StepState::kCached), 4);
+  for (const auto& s : r.steps) {
+    EXPECT_FALSE(s.recorded.empty()) << s.name;
+    EXPECT_TRUE(s.key.empty()) << s.name << " was keyed";
+  }
+  // Its report is the recorded steps, byte for byte; and it leaves the same record.
+  EXPECT_EQ(report_steps_json(r), *steps_);
+  ASSERT_TRUE(r.settled.has_value());
+  EXPECT_EQ(r.settled->entries.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.settled->entries[i].fingerprint, rec_.entries[i].fingerprint);
+    EXPECT_EQ(r.settled->objects[r.settled->entries[i].objects.at(0)],
+              rec_.objects[rec_.entries[i].objects.at(0)]);
+  }
+}
+
+TEST_F(ExecutorReuseTest, AStepWhoseFactChangedIsKeyedAndSoIsWhatReadsIt) {
+  Graph g = graph(kChainAndOne);
+  record(g);
+  // b's object is gone (as the check would find): b is keyed and looked up, and c,
+  // which reads b, with it; a and d are their entries. b's key is computed from a's
+  // output as a's entry records it.
+  check_.object_ok[entry("b").objects.at(0)] = 0;
+  RunReport r = rerun(g);
+  EXPECT_FALSE(step(r, "a").recorded.empty());
+  EXPECT_FALSE(step(r, "d").recorded.empty());
+  EXPECT_TRUE(step(r, "b").recorded.empty());
+  EXPECT_TRUE(step(r, "c").recorded.empty());
+  EXPECT_EQ(step(r, "b").state, StepState::kCached) << "its row is in the store";
+  EXPECT_EQ(step(r, "c").state, StepState::kCached);
+  EXPECT_EQ(step(r, "b").key, std::string(steps_->substr(entry("b").offset, entry("b").length))
+                                  .substr(std::string(R"({"name":"b","state":"cached","key":")").size(), 64));
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+TEST_F(ExecutorReuseTest, AnEditedPipelineReusesTheStepsWhoseFingerprintIsTheSame) {
+  record(graph(kChainAndOne));
+  // c's command changed: c runs again; a, b and d, defined as before, are reused.
+  std::string edited = kChainAndOne;
+  edited.replace(edited.find("run = \"z\""), 9, "run = \"Z\"");
+  Graph g = graph(edited);
+  RunReport r = rerun(g, true);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"c"}));
+  EXPECT_EQ(step(r, "c").state, StepState::kExecuted);
+  for (const char* n : {"a", "b", "d"}) EXPECT_FALSE(step(r, n).recorded.empty()) << n;
+  // Without the check by fingerprint, names alone would have reused c's old entry.
+  ASSERT_TRUE(r.settled.has_value());
+  EXPECT_NE(r.settled->entries[*g.find("c")].fingerprint, entry("c").fingerprint);
+}
+
+TEST_F(ExecutorReuseTest, AnEntryThatDoesNotSayItsOutputsFailsWhatMustReadThem) {
+  Graph g = graph(kChainAndOne);
+  record(g);
+  // a's entry, the right length but not a step's record; b must be keyed from a's
+  // outputs.
+  const SettledStep& a = entry("a");
+  steps_->replace(a.offset, a.length, "{" + std::string(a.length - 2, ' ') + "}");
+  check_.object_ok[entry("b").objects.at(0)] = 0;
+  RunReport r = rerun(g);
+  EXPECT_EQ(step(r, "b").state, StepState::kFailed);
+  EXPECT_NE(step(r, "b").reason.find("does not say its outputs"), std::string::npos)
+      << step(r, "b").reason;
+  EXPECT_EQ(step(r, "c").state, StepState::kSkipped);
+  EXPECT_FALSE(r.settled.has_value()) << "a run with a failure leaves no record";
+}
+
+
+TEST_F(ExecutorReuseTest, AnInputHashedInTheTickItChangedIsRecordedWithItsHash) {
+  std::string in = (dir_ / "in.txt").string();
+  { std::ofstream(in) << "bytes\n"; }
+  Graph g = graph(fmt::format(R"(
+[[step]]
+name = "r"
+run = "x"
+inputs = {{ src = "{}" }}
+outputs = ["o"]
+)",
+                              in));
+  auto st = FileStamp::of(in);
+  ASSERT_TRUE(st.ok());
+  // The run's clock reads just after the file changed: its stamp is racy.
+  clock_.advance(std::chrono::nanoseconds(st->ctime_ns - wall_ns(clock_.wall()) + 1'000'000));
+  RunReport first = run(g);
+  ASSERT_TRUE(first.settled.has_value());
+  ASSERT_EQ(first.settled->files.size(), 1u);
+  EXPECT_EQ(first.settled->files[0].racy_hash, "sha256:" + sha256_hex("bytes\n"));
+  EXPECT_EQ(index_->file_hash(in, *st), std::nullopt) << "the index does not trust it either";
+  // Later, the same stamp is proof: hashed once more, then recorded plainly.
+  clock_.advance(std::chrono::nanoseconds(kRacyWindowNs));
+  RunReport second = run(g);
+  ASSERT_TRUE(second.settled.has_value());
+  EXPECT_EQ(second.settled->files[0].racy_hash, "");
+  EXPECT_EQ(index_->file_hash(in, *st), "sha256:" + sha256_hex("bytes\n"));
 }
 
 }  // namespace

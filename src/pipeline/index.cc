@@ -1,9 +1,11 @@
 #include "pipeline/index.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -15,15 +17,16 @@ constexpr const char* kSchema = R"(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE files(path TEXT PRIMARY KEY, dev INTEGER NOT NULL, ino INTEGER NOT NULL,
                    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-                   ctime_ns INTEGER NOT NULL, hash TEXT NOT NULL) WITHOUT ROWID;
+                   ctime_ns INTEGER NOT NULL, hash TEXT NOT NULL,
+                   verified_ns INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE steps(key TEXT PRIMARY KEY, row BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE settled(pipeline TEXT PRIMARY KEY, record BLOB NOT NULL);
 )";
 
 // Indexed by Index::Stmt.
 constexpr const char* kStatements[] = {
-    "SELECT dev, ino, size, mtime_ns, ctime_ns, hash FROM files WHERE path = ?1",
-    "INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    "SELECT dev, ino, size, mtime_ns, ctime_ns, hash, verified_ns FROM files WHERE path = ?1",
+    "INSERT OR REPLACE INTO files VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     "SELECT row FROM steps WHERE key = ?1",
     "INSERT OR REPLACE INTO steps VALUES (?1, ?2)",
     "SELECT record FROM settled WHERE pipeline = ?1",
@@ -184,12 +187,25 @@ int64_t as_signed(uint64_t v) { return static_cast<int64_t>(v); }
 
 }  // namespace
 
-Result<FileStamp> FileStamp::of(const std::string& path) {
+bool stamp_is_racy(const FileStamp& stamp, int64_t verified_ns) {
+  int64_t changed = std::max(stamp.mtime_ns, stamp.ctime_ns);
+  // changed + window > verified, written so that nothing overflows.
+  if (verified_ns < std::numeric_limits<int64_t>::min() + kRacyWindowNs) return true;
+  return changed > verified_ns - kRacyWindowNs;
+}
+
+int64_t wall_ns(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+Result<FileStamp> FileStamp::of(const std::string& path) { return at(AT_FDCWD, path.c_str()); }
+
+Result<FileStamp> FileStamp::at(int dirfd, const char* path) {
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
+  if (::fstatat(dirfd, path, &st, 0) != 0) {
     int err = errno;
     return fail(err == ENOENT ? Errc::kNotFound : Errc::kIo,
-                "stat " + path + ": " + std::strerror(err));
+                std::string("stat ") + path + ": " + std::strerror(err));
   }
   FileStamp s;
   s.dev = static_cast<uint64_t>(st.st_dev);
@@ -303,7 +319,10 @@ std::optional<std::string> Index::file_hash(const std::string& path, const FileS
       seen.size = sqlite3_column_int64(st, 2);
       seen.mtime_ns = sqlite3_column_int64(st, 3);
       seen.ctime_ns = sqlite3_column_int64(st, 4);
-      if (seen == stamp) hit = column_bytes(st, 5);
+      int64_t verified = sqlite3_column_int64(st, 6);
+      if (seen == stamp && (verified == 0 || !stamp_is_racy(seen, verified))) {
+        hit = column_bytes(st, 5);
+      }
     }
   }
   sqlite3_reset(st);
@@ -311,8 +330,8 @@ std::optional<std::string> Index::file_hash(const std::string& path, const FileS
   return hit;
 }
 
-void Index::remember_file(const std::string& path, const FileStamp& stamp,
-                          const std::string& hash) {
+void Index::remember_file(const std::string& path, const FileStamp& stamp, const std::string& hash,
+                          int64_t verified_ns) {
   std::lock_guard lock(mu_);
   sqlite3_stmt* st = stmts_[kFilePut];
   bool bound = bind_bytes(st, 1, path, false) &&
@@ -321,7 +340,8 @@ void Index::remember_file(const std::string& path, const FileStamp& stamp,
                sqlite3_bind_int64(st, 4, stamp.size) == SQLITE_OK &&
                sqlite3_bind_int64(st, 5, stamp.mtime_ns) == SQLITE_OK &&
                sqlite3_bind_int64(st, 6, stamp.ctime_ns) == SQLITE_OK &&
-               bind_bytes(st, 7, hash, false);
+               bind_bytes(st, 7, hash, false) &&
+               sqlite3_bind_int64(st, 8, verified_ns) == SQLITE_OK;
   if (!bound) {
     ++write_errors_;
     sqlite3_clear_bindings(st);

@@ -2,7 +2,8 @@
 // rehashing (spec 04 §7).
 //
 // The index is a local SQLite database under the cache directory with three maps: a
-// file's path and stat stamp -> the hash of its bytes, a step key -> the bytes of its
+// file's path and stat stamp (and when it was hashed) -> the hash of its bytes, a step
+// key -> the bytes of its
 // row, and a pipeline -> the record its last settled run left (settled.h).
 // It is a cache of facts the store can always re-derive, never a source of truth: a
 // missing, corrupt or old-schema file is deleted and recreated by open(), and a write
@@ -20,6 +21,7 @@
 // its commit() share it.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,13 +51,31 @@ struct FileStamp {
   // stat(2) of `path`, following symlinks (the stamp is of the bytes a reader sees).
   // Fails with kNotFound when it does not exist, kIo for any other stat error.
   static Result<FileStamp> of(const std::string& path);
+  // The same for `path` relative to the directory `dirfd` (fstatat(2)).
+  static Result<FileStamp> at(int dirfd, const char* path);
 
   bool operator==(const FileStamp&) const = default;
 };
 
+// A stamp is *racy* when the file changed so shortly before its bytes were read that a
+// later write could leave every field of the stamp as it was: file times come from a
+// coarse clock (a few milliseconds on Linux; a second on some network and parallel
+// filesystems, two on FAT), so two writes of the same size within one tick look alike.
+// `verified_ns` is the wall clock read before the file was stamped and read; the stamp
+// is racy when its mtime or ctime is within kRacyWindowNs of it (or after it). A racy
+// stamp proves nothing on its own: the hash taken with it is used only after reading
+// the file again (as git treats a "racily clean" entry). The window is two seconds: a
+// filesystem's granularity, a tick of the kernel's coarse clock, and a little skew
+// between this host's clock and a file server's.
+inline constexpr int64_t kRacyWindowNs = 2'000'000'000;
+bool stamp_is_racy(const FileStamp& stamp, int64_t verified_ns);
+
+// The wall clock in nanoseconds since the epoch, as a verified_ns.
+int64_t wall_ns(std::chrono::system_clock::time_point t);
+
 // The schema version stored in the `meta` table. Bump it when a table changes: an index
 // with another version is rebuilt, not migrated.
-inline constexpr int kIndexSchemaVersion = 2;
+inline constexpr int kIndexSchemaVersion = 3;
 
 struct IndexOptions {
   // How long a statement waits for another process's lock before giving up (a lookup
@@ -86,12 +106,18 @@ class Index {
   const std::string& rebuilt_reason() const { return rebuilt_reason_; }
 
   // The hash remembered for `path` at exactly `stamp`, or nullopt (also on any read
-  // error). To remember a hash safely, stamp the file *before* hashing it, and remember
-  // only if a second stamp taken after hashing equals the first.
+  // error, and when the stamp was racy when the hash was taken: the caller reads the
+  // file again). To remember a hash safely, read the clock (verified_ns), then stamp the
+  // file, hash it, and remember only if a second stamp taken after hashing equals the
+  // first.
   std::optional<std::string> file_hash(const std::string& path, const FileStamp& stamp);
   // Remembers `hash` for `path` at `stamp`, replacing what was known about `path`.
-  // Never fails: an error is counted in write_errors().
-  void remember_file(const std::string& path, const FileStamp& stamp, const std::string& hash);
+  // `verified_ns`: when the hash was taken (see stamp_is_racy()); 0 for a file whose
+  // stamp the caller vouches for without it (a result, verified against its stored
+  // object, which no write reaches without the store noticing: spec 05 §5). Never
+  // fails: an error is counted in write_errors().
+  void remember_file(const std::string& path, const FileStamp& stamp, const std::string& hash,
+                     int64_t verified_ns = 0);
 
   // The row bytes remembered for step `key`, or nullopt (also on any read error).
   std::optional<std::string> step_row(const std::string& key);

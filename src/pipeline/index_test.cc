@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <limits>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -151,6 +153,39 @@ TEST_F(IndexTest, AnyStampFieldChangedMisses) {
   }
 }
 
+TEST(StampIsRacy, WithinTheWindowOfItsVerificationOrAfterIt) {
+  const int64_t t = 1'700'000'000'000'000'000;
+  FileStamp st{1, 2, 3, t, t};
+  EXPECT_TRUE(stamp_is_racy(st, t));                      // hashed in the tick it changed
+  EXPECT_TRUE(stamp_is_racy(st, t + kRacyWindowNs - 1));  // a coarse filesystem's tick
+  EXPECT_FALSE(stamp_is_racy(st, t + kRacyWindowNs));
+  EXPECT_TRUE(stamp_is_racy(st, t - 1'000'000'000));  // a file server's clock ahead of ours
+  // The later of mtime and ctime counts: an edit with its mtime put back is as recent
+  // as its ctime.
+  FileStamp restored{1, 2, 3, t - 10 * kRacyWindowNs, t};
+  EXPECT_TRUE(stamp_is_racy(restored, t + 1));
+  // No overflow at the ends.
+  EXPECT_TRUE(stamp_is_racy(st, std::numeric_limits<int64_t>::min()));
+  FileStamp ancient{1, 2, 3, std::numeric_limits<int64_t>::min(), 0};
+  EXPECT_FALSE(stamp_is_racy(ancient, std::numeric_limits<int64_t>::max()));
+}
+
+TEST_F(IndexTest, ARacyHashIsNotAnsweredFromTheStampAlone) {
+  // Hashed within the window of its last change: a write in the same timestamp tick
+  // would leave the stamp as it is, so the stamp does not prove the bytes (index.h).
+  auto index = open_ok();
+  const int64_t t = 1'700'000'000'000'000'000;
+  FileStamp st{1, 2, 3, t, t};
+  index->remember_file("p", st, "h", t + 1'000'000);
+  EXPECT_EQ(index->file_hash("p", st), std::nullopt);
+  // Hashed again once the window has passed (the caller read the file): proof.
+  index->remember_file("p", st, "h", t + kRacyWindowNs);
+  EXPECT_EQ(index->file_hash("p", st), "h");
+  // 0: a stamp its caller vouches for without a time (a result, spec 05 §5).
+  index->remember_file("q", st, "r");
+  EXPECT_EQ(index->file_hash("q", st), "r");
+}
+
 TEST_F(IndexTest, LargeDevAndInodeRoundTrip) {
   auto index = open_ok();
   FileStamp st{~0ull, (1ull << 63) + 7, 1, 2, 3};
@@ -238,7 +273,7 @@ TEST_F(IndexTest, SchemaVersionMismatchIsRebuilt) {
   raw_sql("UPDATE meta SET value = '0' WHERE key = 'schema'");
   auto index = open_ok();
   ASSERT_NE(index, nullptr);
-  EXPECT_EQ(index->rebuilt_reason(), "schema version 0, expected 2");
+  EXPECT_EQ(index->rebuilt_reason(), "schema version 0, expected 3");
   EXPECT_EQ(index->step_row("k"), std::nullopt);
   // Rebuilt at the current version: the next open keeps it.
   index.reset();

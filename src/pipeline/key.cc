@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "util/sha256.h"
 
@@ -15,14 +16,19 @@ namespace {
 // produce the same byte string by moving text across a field boundary.
 class Fields {
  public:
+  Fields() { out_.reserve(512); }
   void add(std::string_view field) {
     uint64_t n = field.size();
-    for (int shift = 56; shift >= 0; shift -= 8) {
-      out_.push_back(static_cast<char>((n >> shift) & 0xff));
-    }
+    char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (56 - 8 * i)) & 0xff);
+    out_.append(len, 8);
     out_.append(field);
   }
-  void count(size_t n) { add(std::to_string(n)); }
+  void count(size_t n) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
+    add(std::string_view(buf, static_cast<size_t>(end - buf)));
+  }
   void word(const Word& w) {
     count(w.size());
     for (const Segment& s : w) {
@@ -113,6 +119,31 @@ Result<std::string> key_preimage(const Step& step, const InputHashes& inputs,
 Result<std::string> key_of(const Step& step, const InputHashes& inputs, const ToolVersions& tools) {
   BERTH_TRY(std::string pre, key_preimage(step, inputs, tools));
   return sha256_hex(pre);
+}
+
+std::string step_fingerprint(const Step& step, const Graph& graph, const ToolVersions& tools) {
+  InputHashes where;
+  for (const auto& [name, input] : step.inputs) {
+    auto& list = where[name];
+    list.reserve(input.items.size());
+    for (const InputItem& item : input.items) {
+      if (item.kind == InputItem::Kind::kFile) {
+        // The text too: the basis a report gives shows it.
+        list.push_back({"file " + item.text, item.path});
+      } else {
+        if (item.step >= graph.steps.size()) return "";
+        list.push_back({"step " + item.text, graph.steps[item.step].name + "/" + item.output});
+      }
+    }
+  }
+  auto pre = key_preimage(step, where, tools);
+  if (!pre.ok()) return "";
+  // Not a key: another format name first, so that no fingerprint is ever some step's
+  // key. One context per thread, reused: a run fingerprints every step.
+  thread_local Sha256 h;
+  h.update("berth.step-fingerprint.v1\n");
+  h.update(*pre);
+  return h.finish_hex();
 }
 
 }  // namespace berth::pipeline

@@ -44,4 +44,12 @@ Result<std::string> key_preimage(const Step& step, const InputHashes& inputs,
 // SHA-256 of key_preimage() as 64 lower-case hex digits; fails as key_preimage() does.
 Result<std::string> key_of(const Step& step, const InputHashes& inputs, const ToolVersions& tools);
 
+// A step's fingerprint (settled.h): the SHA-256 of key_preimage() with each input item
+// named by where it comes from — a file by its text as written and its path, another
+// step's output by that step's name and the output — in place of its hash. Two steps
+// of one fingerprint, whose file inputs hold the same bytes and whose upstream steps
+// have the same outputs, have one key and one basis (what a report says the key was
+// computed from). "" when the step cannot be keyed (a tool without a version).
+std::string step_fingerprint(const Step& step, const Graph& graph, const ToolVersions& tools);
+
 }  // namespace berth::pipeline

@@ -166,106 +166,117 @@ void put_key(std::string& out, std::string_view k) {
   out += "\":";
 }
 
-// The steps array; with `as_cached`, each executed step as what try_cached() makes of
+// One step's entry; with `as_cached`, an executed step as what try_cached() makes of
 // the row it wrote: cached, the cached reason, no times, exit code 0 (its node, cores
-// and computer are the row's provenance, which are the record's).
-std::string write_steps(const RunReport& r, bool as_cached) {
-  // Written directly rather than built as a JSON tree and dumped: for a 10,000-step
-  // report the tree cost a tenth of a second. The bytes are nlohmann's (report_test).
+// and computer are the row's provenance, which are the record's). A reused step's
+// entry is the record's, verbatim.
+void write_step(std::string& out, const StepRecord& s, bool as_cached) {
+  if (!s.recorded.empty()) {
+    out.append(s.recorded);
+    return;
+  }
+  bool hit = as_cached && s.state == StepState::kExecuted;
+  out += '{';
+  put_key(out, "name");
+  put_string(out, s.name);
+  out += ',';
+  put_key(out, "state");
+  put_string(out, step_state_name(hit ? StepState::kCached : s.state));
+  out += ',';
+  put_key(out, "key");
+  put_string(out, s.key);
+  out += ',';
+  put_key(out, "reason");
+  put_string(out, hit ? kCachedReason : std::string_view(s.reason));
+  out += ',';
+  put_key(out, "node");
+  put_string(out, s.node);
+  out += ',';
+  put_key(out, "cores");
+  put_string(out, s.cores);
+  out += ',';
+  put_key(out, "computed_by");
+  put_string(out, s.computed_by);
+  out += ',';
+  put_key(out, "start_s");
+  out += json(hit ? 0.0 : s.start_s).dump();
+  out += ',';
+  put_key(out, "end_s");
+  out += json(hit ? 0.0 : s.end_s).dump();
+  out += ',';
+  put_key(out, "exit_code");
+  out += std::to_string(hit ? 0 : s.exit_code);
+  out += ',';
+  put_key(out, "outputs");
+  out += '{';
+  bool first_output = true;
+  for (const auto& [name, o] : s.outputs) {
+    if (!first_output) out += ',';
+    first_output = false;
+    put_string(out, name);
+    out += ":{";
+    put_key(out, "object");
+    put_string(out, o.object);
+    out += ',';
+    put_key(out, "form");
+    put_string(out, o.form);
+    out += ',';
+    put_key(out, "canonical");
+    put_string(out, o.canonical);
+    out += '}';
+  }
+  out += '}';
+  if (!s.log.empty()) {
+    out += ',';
+    put_key(out, "log");
+    put_string(out, s.log);
+  }
+  if (!s.log_tail.empty() && !hit) {
+    out += ',';
+    put_key(out, "log_tail");
+    put_string(out, s.log_tail);
+  }
+  if (s.attempts > 1 && !hit) {
+    out += ',';
+    put_key(out, "attempts");
+    out += std::to_string(s.attempts);
+  }
+  if (s.timed_out && !hit) {
+    out += ',';
+    put_key(out, "timed_out");
+    out += "true";
+  }
+  if (!s.notices.empty() && !hit) {
+    out += ',';
+    put_key(out, "notices");
+    out += '[';
+    for (size_t i = 0; i < s.notices.size(); ++i) {
+      if (i > 0) out += ',';
+      put_string(out, s.notices[i]);
+    }
+    out += ']';
+  }
+  if (!s.basis.is_null()) {
+    out += ',';
+    put_key(out, "basis");
+    out += s.basis.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  out += '}';
+}
+
+// The steps array. Written directly rather than built as a JSON tree and dumped: for
+// a 10,000-step report the tree cost a tenth of a second. The bytes are nlohmann's
+// (report_test).
+std::string write_steps(const RunReport& r, bool as_cached, EntrySpans* spans) {
   std::string out;
   out.reserve(r.steps.size() * 640 + 2);
+  if (spans) spans->clear(), spans->reserve(r.steps.size());
   out += '[';
-  bool first = true;
-  for (const auto& s : r.steps) {
-    if (!first) out += ',';
-    first = false;
-    bool hit = as_cached && s.state == StepState::kExecuted;
-    out += '{';
-    put_key(out, "name");
-    put_string(out, s.name);
-    out += ',';
-    put_key(out, "state");
-    put_string(out, step_state_name(hit ? StepState::kCached : s.state));
-    out += ',';
-    put_key(out, "key");
-    put_string(out, s.key);
-    out += ',';
-    put_key(out, "reason");
-    put_string(out, hit ? kCachedReason : std::string_view(s.reason));
-    out += ',';
-    put_key(out, "node");
-    put_string(out, s.node);
-    out += ',';
-    put_key(out, "cores");
-    put_string(out, s.cores);
-    out += ',';
-    put_key(out, "computed_by");
-    put_string(out, s.computed_by);
-    out += ',';
-    put_key(out, "start_s");
-    out += json(hit ? 0.0 : s.start_s).dump();
-    out += ',';
-    put_key(out, "end_s");
-    out += json(hit ? 0.0 : s.end_s).dump();
-    out += ',';
-    put_key(out, "exit_code");
-    out += std::to_string(hit ? 0 : s.exit_code);
-    out += ',';
-    put_key(out, "outputs");
-    out += '{';
-    bool first_output = true;
-    for (const auto& [name, o] : s.outputs) {
-      if (!first_output) out += ',';
-      first_output = false;
-      put_string(out, name);
-      out += ":{";
-      put_key(out, "object");
-      put_string(out, o.object);
-      out += ',';
-      put_key(out, "form");
-      put_string(out, o.form);
-      out += ',';
-      put_key(out, "canonical");
-      put_string(out, o.canonical);
-      out += '}';
-    }
-    out += '}';
-    if (!s.log.empty()) {
-      out += ',';
-      put_key(out, "log");
-      put_string(out, s.log);
-    }
-    if (!s.log_tail.empty() && !hit) {
-      out += ',';
-      put_key(out, "log_tail");
-      put_string(out, s.log_tail);
-    }
-    if (s.attempts > 1 && !hit) {
-      out += ',';
-      put_key(out, "attempts");
-      out += std::to_string(s.attempts);
-    }
-    if (s.timed_out && !hit) {
-      out += ',';
-      put_key(out, "timed_out");
-      out += "true";
-    }
-    if (!s.notices.empty() && !hit) {
-      out += ',';
-      put_key(out, "notices");
-      out += '[';
-      for (size_t i = 0; i < s.notices.size(); ++i) {
-        if (i > 0) out += ',';
-        put_string(out, s.notices[i]);
-      }
-      out += ']';
-    }
-    if (!s.basis.is_null()) {
-      out += ',';
-      put_key(out, "basis");
-      out += s.basis.dump(-1, ' ', false, json::error_handler_t::replace);
-    }
-    out += '}';
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    if (i > 0) out += ',';
+    size_t at = out.size();
+    write_step(out, r.steps[i], as_cached);
+    if (spans) spans->emplace_back(at, out.size() - at);
   }
   out += ']';
   return out;
@@ -273,11 +284,33 @@ std::string write_steps(const RunReport& r, bool as_cached) {
 
 }  // namespace
 
-std::string report_steps_json(const RunReport& r) { return write_steps(r, false); }
+std::string report_steps_json(const RunReport& r, EntrySpans* spans) {
+  return write_steps(r, false, spans);
+}
 
 std::string report_json(const RunReport& r) { return report_json(r, report_steps_json(r)); }
 
-std::string settled_steps_json(const RunReport& r) { return write_steps(r, true); }
+std::string settled_steps_json(const RunReport& r) { return write_steps(r, true, nullptr); }
+
+std::string settled_steps_json(const RunReport& r, std::string_view steps,
+                               const EntrySpans& spans, EntrySpans* out_spans) {
+  std::string out;
+  out.reserve(steps.size() + 64);
+  if (out_spans) out_spans->clear(), out_spans->reserve(r.steps.size());
+  out += '[';
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    if (i > 0) out += ',';
+    size_t at = out.size();
+    if (r.steps[i].state == StepState::kExecuted || i >= spans.size()) {
+      write_step(out, r.steps[i], true);
+    } else {
+      out.append(steps.substr(spans[i].first, spans[i].second));
+    }
+    if (out_spans) out_spans->emplace_back(at, out.size() - at);
+  }
+  out += ']';
+  return out;
+}
 
 std::optional<std::string> find_step_basis(std::string_view report, std::string_view name) {
   // Every step object starts so (write_steps); inside a JSON string a quote is escaped,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -53,6 +54,10 @@ struct StepRecord {
   int attempts = 0;
   // Ended at its `timeout`, its whole process tree with it.
   bool timed_out = false;
+  // A step whose entry was reused from the settled record (executor.h): that entry, as
+  // the report writes it, verbatim (in RunReport::recorded). Its name, state and key
+  // are set; its outputs once a step that reads them needs them; nothing else.
+  std::string_view recorded;
 };
 
 // The last lines of a step's output, for a report and a page: at most kLogTailLines
@@ -104,6 +109,8 @@ struct RunReport {
   // everything but its context and steps filled in; settled_steps_json() is what a
   // rerun reports.
   std::optional<Settled> settled;
+  // The settled record's steps, which reused steps' entries (StepRecord::recorded) lie in.
+  std::shared_ptr<const std::string> recorded;
   int count(StepState s) const;
   int exit_code() const;  // 0, or 1 when any step failed / was refused, 130 if cancelled
 };
@@ -132,7 +139,10 @@ nlohmann::ordered_json output_json(const StepRecord::Output& o);
 // run stores, its steps an object in the store). `settled_steps`: a run answered from
 // a settled record (settled.h), that many steps, all cached ("settled": true).
 std::string report_json(const RunReport& r);
-std::string report_steps_json(const RunReport& r);
+// With `spans`: where each step's entry ({...}) lies in what is returned, as (offset,
+// length), in step order.
+using EntrySpans = std::vector<std::pair<size_t, size_t>>;
+std::string report_steps_json(const RunReport& r, EntrySpans* spans = nullptr);
 std::string report_json(const RunReport& r, std::string_view steps, bool as_object = false,
                         std::optional<size_t> settled_steps = std::nullopt);
 // A cached step's reason.
@@ -142,6 +152,11 @@ inline constexpr std::string_view kCachedReason = "cached: the store has a resul
 // as a cache hit on the row it wrote reads (no times, the reason above), the others as
 // they are. report_steps_json(r) when nothing executed.
 std::string settled_steps_json(const RunReport& r);
+// The same from `steps`, report_steps_json(r, &spans) already written: every entry but
+// an executed step's copied from it. `out` receives the entries' spans in what is
+// returned.
+std::string settled_steps_json(const RunReport& r, std::string_view steps,
+                               const EntrySpans& spans, EntrySpans* out);
 
 // How deep a report's JSON nests, and more: a file deeper than this is not a report,
 // and is refused before a parser recurses into it.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 #include "pipeline/discover.h"
@@ -181,8 +182,17 @@ struct Session::State {
   std::string cache;        // the cache directory
   std::string report_path;  // last-run.json
   std::unique_ptr<Index> index;
+  // The settled record found: of this very context (`same`: the pipeline's bytes
+  // too), or of the same base, left by another version of the pipeline file.
   std::optional<Settled> settled;
-  std::string previous_steps;  // the steps file of the record found, to replace
+  bool same = false;
+  std::string previous_steps;   // the steps file of the record found, to replace
+  std::string previous_record;  // and the record's own file
+  std::string record_bytes;     // its bytes, whose step lines begin at entries_at
+  size_t entries_at = 0;
+  // What of the record still holds, and when the check began (racy inputs, index.h).
+  std::optional<SettledCheck> check;
+  int64_t check_ns = 0;
   bool may_settle = false;
   std::optional<Graph> graph;
   Discovered discovered;  // the directories foreach globs read (discover.h)
@@ -203,21 +213,60 @@ struct Session::State {
   std::string context() const {
     return settled_context(o.engine_version, cwd, settled_name, text, url, abs_results);
   }
+  std::string base() const {
+    return settled_base(o.engine_version, cwd, settled_name, url, abs_results);
+  }
   Result<void> load_graph();
-  // A run answered from its settled record, when the record still holds and its
-  // steps file is whole; nullopt when it does not hold.
+  place::VersionProbe& probe(std::optional<CaptureProbe>& own) {
+    if (place.probe != nullptr) return *place.probe;
+    own.emplace(env);
+    return *own;
+  }
+  // A run answered from its settled record, when every fact of the record holds
+  // (`check`) and its steps file is whole; nullopt otherwise.
   std::optional<RunOutcome> run_settled();
+  // The settled record's steps, for an ordinary run to reuse entries from; null when
+  // the file is missing or not the record's length.
+  std::shared_ptr<const std::string> recorded_steps() const;
   // The ordinary run's report: written, stored, and the settled record kept or dropped.
   void publish(RunReport& rep, const RunOptions& ro, RunOutcome& out);
 };
 
 Session::Session(std::unique_ptr<State> s) : s_(std::move(s)) {}
-Session::~Session() = default;
+
+namespace {
+// What a session of a process about to end leaves to the operating system: reachable
+// from here, so that leak checkers do not count it.
+struct LeftAtExit {
+  std::optional<Graph> graph;
+  std::optional<Settled> settled;
+  std::optional<SettledCheck> check;
+};
+std::vector<std::unique_ptr<LeftAtExit>>* left_at_exit = nullptr;
+}  // namespace
+
+Session::~Session() {
+  if (!s_ || !s_->o.process_exits) return;
+  if (left_at_exit == nullptr) left_at_exit = new std::vector<std::unique_ptr<LeftAtExit>>;
+  left_at_exit->push_back(std::make_unique<LeftAtExit>(
+      LeftAtExit{std::move(s_->graph), std::move(s_->settled), std::move(s_->check)}));
+}
 
 Result<void> Session::State::load_graph() {
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
   BERTH_TRY(discovered, discover_foreach(file, DiscoveryFs::real()));
-  BERTH_TRY(Graph g, expand(file, [](const std::string& p) { return files::exists(p); }));
+  // A file the settled record's check just found with its stamp exists: not stat'ed
+  // again (a 10,000-step pipeline names 10,000 inputs).
+  std::unordered_set<std::string_view> present;
+  if (settled && check) {
+    present.reserve(settled->files.size());
+    for (size_t i = 0; i < settled->files.size() && i < check->file_ok.size(); ++i) {
+      if (check->file_ok[i]) present.insert(settled->files[i].path);
+    }
+  }
+  BERTH_TRY(Graph g, expand(file, [&present](const std::string& p) {
+              return present.count(p) > 0 || files::exists(p);
+            }));
   BERTH_TRY(graph, select_targets(std::move(g), o.targets));
   return Ok{};
 }
@@ -247,16 +296,30 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
       if (auto opened = Index::open(ix); opened.ok()) s.index = std::move(*opened);
     }
     if (s.index && s.index->rebuilt_reason().empty()) {
-      if (auto blob = s.index->settled(s.settled_name)) {
-        auto rec = decode_settled(*blob);
+      // The index names the record's file; a file of another length, or one that does
+      // not decode, is no record.
+      auto where = s.index->settled(s.settled_name);
+      auto ptr = where ? read_settled_pointer(*where) : std::nullopt;
+      auto bytes = ptr ? files::read_file(ptr->first, ptr->second + 1)
+                       : Result<std::string>(fail(Errc::kNotFound, "no record"));
+      if (bytes.ok() && bytes->size() == ptr->second) {
+        s.previous_record = ptr->first;
+        // Its steps' entries are read only if the record does not hold as a whole.
+        auto rec = decode_settled(*bytes, false, &s.entries_at);
+        if (rec.ok()) s.record_bytes = std::move(*bytes);
         if (rec.ok()) {
           s.previous_steps = settled_steps_path(cache_dir, rec->steps_object);
-          if (rec->context == s.context()) s.settled = std::move(*rec);
+          if (rec->context == s.context()) {
+            s.settled = std::move(*rec);
+            s.same = true;
+          } else if (rec->base == s.base()) {
+            s.settled = std::move(*rec);  // another version of the file: reuse by fingerprint
+          }
         }
       }
     }
   }
-  if (!s.settled) BERTH_CHECK(s.load_graph());
+  if (!s.same) BERTH_CHECK(s.load_graph());
 
   // 2. Worker mode is refused before anything runs when it could not divide anything.
   if (o.worker) {
@@ -362,6 +425,13 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   return std::unique_ptr<Session>(new Session(std::move(st)));
 }
 
+std::shared_ptr<const std::string> Session::State::recorded_steps() const {
+  if (previous_steps.empty()) return nullptr;
+  auto bytes = files::read_file(previous_steps, settled->steps_bytes + 1);
+  if (!bytes.ok() || bytes->size() != settled->steps_bytes) return nullptr;
+  return std::make_shared<const std::string>(std::move(*bytes));
+}
+
 std::optional<RunOutcome> Session::State::run_settled() {
   auto t0 = Clock::real().steady();
   std::string started = utc_text(Clock::real().wall());
@@ -374,10 +444,6 @@ std::optional<RunOutcome> Session::State::run_settled() {
   if (::fstat(steps_fd, &sb) != 0 || static_cast<size_t>(sb.st_size) != settled->steps_bytes) {
     return std::nullopt;
   }
-  std::optional<CaptureProbe> own;
-  if (place.probe == nullptr) own.emplace(env);
-  place::VersionProbe& probe = place.probe != nullptr ? *place.probe : *own;
-  if (settled_difference(*settled, pool->nodes(), *store, probe)) return std::nullopt;
   RunReport header;
   header.pipeline = settled->pipeline;
   header.store = store->describe();
@@ -391,6 +457,15 @@ std::optional<RunOutcome> Session::State::run_settled() {
     auto name = bytes.ok() ? shared->put_object(*bytes) : Result<std::string>(bytes.error());
     if (name.ok() && *name != steps_object) return std::nullopt;
     if (!name.ok()) steps_object.clear();
+  }
+  // Racy inputs whose bytes the check read again, and which are no longer racy: from
+  // now on their stamps are proof, and the record says so.
+  if (check->racy_verified > 0 && settle_racy_inputs(*settled, check_ns) &&
+      decode_settled_entries(record_bytes, entries_at, *settled).ok()) {
+    std::string bytes = encode_settled(*settled);
+    if (files::write_file_atomic(previous_record, bytes, false).ok()) {
+      index->remember_settled(settled_name, settled_pointer(previous_record, bytes.size()));
+    }
   }
   header.elapsed_s = std::chrono::duration<double>(Clock::real().steady() - t0).count();
   RunOutcome out;
@@ -413,7 +488,10 @@ std::optional<RunOutcome> Session::State::run_settled() {
 }
 
 void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
-  std::string steps_json = report_steps_json(rep);
+  // The steps are written once, a reused step's entry copied as it was recorded; where
+  // each entry lies is kept, so the steps a rerun reports are spliced from these.
+  EntrySpans spans;
+  std::string steps_json = report_steps_json(rep, &spans);
   out.report_json = report_json(rep, steps_json);
   std::string steps_object;
   if (!o.dry_run) {
@@ -435,29 +513,48 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   // The record, and beside it the steps a rerun reports (an object of their own when
   // steps executed: this run reports them executed); or no record.
   bool kept = false;
-  std::string steps_path;
-  if (rep.settled && !steps_object.empty()) {
+  std::string steps_path, record_path;
+  if (rep.settled && !steps_object.empty() && rep.settled->entries.size() == spans.size()) {
     std::string rerun_steps;
+    EntrySpans rerun_spans;
     if (rep.count(StepState::kExecuted) > 0) {
-      rerun_steps = settled_steps_json(rep);
+      rerun_steps = settled_steps_json(rep, steps_json, spans, &rerun_spans);
       auto name = shared->put_object(rerun_steps);
       steps_object = name.ok() ? *name : "";
     }
     const std::string& steps = rerun_steps.empty() ? steps_json : rerun_steps;
+    const EntrySpans& at = rerun_steps.empty() ? spans : rerun_spans;
     steps_path = settled_steps_path(cache, steps_object);
+    record_path = settled_record_path(cache, steps_object);
     std::error_code mk;
     if (!steps_path.empty()) fs::create_directories(fs::path(steps_path).parent_path(), mk);
     if (!steps_path.empty() && !mk && files::write_file_atomic(steps_path, steps).ok()) {
-      rep.settled->steps_object = steps_object;
-      rep.settled->steps_bytes = steps.size();
-      rep.settled->context = context();
-      index->remember_settled(settled_name, encode_settled(*rep.settled));
-      kept = true;
+      Settled& rec = *rep.settled;
+      for (size_t i = 0; i < at.size(); ++i) {
+        rec.entries[i].offset = at[i].first;
+        rec.entries[i].length = at[i].second;
+      }
+      rec.steps_object = steps_object;
+      rec.steps_bytes = steps.size();
+      rec.context = context();
+      rec.base = base();
+      // Inputs reused from the old record were read again by its check if racy.
+      if (check) settle_racy_inputs(rec, check_ns);
+      // Not fsynced: a record torn by a crash does not decode, and costs one ordinary
+      // run; the steps it names were.
+      std::string bytes = encode_settled(rec);
+      if (files::write_file_atomic(record_path, bytes, false).ok()) {
+        index->remember_settled(settled_name, settled_pointer(record_path, bytes.size()));
+        kept = true;
+      }
     }
   }
   if (!kept) index->forget_settled(settled_name);
   if (!previous_steps.empty() && (!kept || previous_steps != steps_path)) {
     ::unlink(previous_steps.c_str());
+  }
+  if (!previous_record.empty() && (!kept || previous_record != record_path)) {
+    ::unlink(previous_record.c_str());
   }
 }
 
@@ -465,10 +562,28 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   State& s = *s_;
   // 6. A settled pipeline whose record still holds is that run again: reported, not
   // re-derived. Otherwise the ordinary run, which records afresh.
+  // When it does not hold, the run reuses the entry of every step whose own facts
+  // still hold (executor.h).
+  std::optional<SettledReuse> reuse;
   if (s.settled) {
-    if (auto answered = s.run_settled()) return std::move(*answered);
-    s.settled.reset();
-    BERTH_CHECK(s.load_graph());
+    std::optional<CaptureProbe> own;
+    s.check_ns = wall_ns(Clock::real().wall());
+    s.check = check_settled(*s.settled, s.pool->nodes(), *s.store, s.probe(own));
+    if (s.same && !s.check->difference) {
+      if (auto answered = s.run_settled()) return std::move(*answered);
+    }
+    auto steps = s.recorded_steps();
+    if (steps && !decode_settled_entries(s.record_bytes, s.entries_at, *s.settled).ok()) {
+      steps.reset();
+    }
+    if (steps) {
+      reuse.emplace();
+      reuse->record = &*s.settled;
+      reuse->check = &*s.check;
+      reuse->steps = std::move(steps);
+      reuse->verify_fingerprints = !s.same || !s.check->tools_same;
+    }
+    if (!s.graph) BERTH_CHECK(s.load_graph());
   }
 
   // 7. The ordinary run.
@@ -512,6 +627,7 @@ Result<RunOutcome> Session::run(int cancel_fd) {
     return find_step_basis(**previous_text, step);
   };
   ro.record_settled = s.may_settle && ro.index;
+  ro.reuse = std::move(reuse);
   BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
   if (s.patient != nullptr) {
     store::StoreWaits w = s.patient->stats();
@@ -533,7 +649,7 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   if (rep.settled && !s.discovered.stable) rep.settled.reset();
   if (rep.settled) {
     for (const auto& [dir, stamp] : s.discovered.dirs) {
-      rep.settled->files.push_back({dir, stamp, true});
+      rep.settled->files.push_back({dir, stamp, true, ""});
     }
   }
 

@@ -3,33 +3,58 @@
 // The encoding is text, one fact per line, every string length-prefixed ("5:in/a"), so
 // a path may hold any byte:
 //
-//   berth-settled 1
+//   berth-settled 2
 //   context <len>:<settled_context()>
+//   base <len>:<settled_base()>
 //   pipeline <len>:<name>
 //   steps-object <len>:<object name, or empty>
 //   request <tasks> <cpus per task> <gpus> <nodes, -1: any>      (any number)
 //   tool <argc> <len>:<arg>... <len>:<output>                     (any number)
 //   input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<path>   (any number)
+//   racy-input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<hash> <len>:<path>
 //   result <dev> <ino> <size> <mtime ns> <len>:<path>             (any number)
 //   object <len>:<name>                                           (any number)
+//   step <offset> <length> <n> <file>... <m> <object>... <len>:<fingerprint> <len>:<name>
 //   steps <count> <bytes>
 //   end
+//
+// A step's files and objects are indices into the input/result and object lines, in
+// the order written; its offset and length lie within the steps file.
 #include "pipeline/settled.h"
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
+#include <limits>
 #include <cstdint>
+#include <cstring>
 #include <thread>
+#include <unordered_map>
+
+#include "util/sha256.h"
 
 namespace berth::pipeline {
 namespace {
 
 constexpr std::string_view kMagic = "berth-settled";
 
+// Appends a number in decimal, without a temporary string: a record holds tens of
+// thousands of them.
+template <typename T>
+void put_num(std::string& out, T v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
 void put_str(std::string& out, std::string_view s) {
-  out += std::to_string(s.size());
+  put_num(out, s.size());
   out += ':';
   out.append(s);
 }
@@ -55,7 +80,7 @@ class Reader {
   }
 
   Result<void> literal(std::string_view s) {
-    if (b_.substr(pos_, s.size()) != s) return error(fmt::format("'{}'", s));
+    if (b_.substr(pos_, s.size()) != s) return error(std::string("'").append(s).append("'"));
     pos_ += s.size();
     return Ok{};
   }
@@ -64,29 +89,84 @@ class Reader {
 
   template <typename T>
   Result<T> number(std::string_view what) {
-    T v{};
+    auto v = parse_number<T>();
+    if (!v) return error(what);
+    return *v;
+  }
+
+  Result<std::string> str(std::string_view what) {
+    // Messages are formatted only for a failure: a record holds tens of thousands of
+    // strings.
+    auto n = parse_number<size_t>();
+    if (!n) return error(fmt::format("the length of {}", what));
+    if (pos_ >= b_.size() || b_[pos_] != ':') return error("':'");
+    ++pos_;
+    if (*n > b_.size() - pos_) return error(fmt::format("{} bytes of {}", *n, what));
+    std::string s(b_.substr(pos_, *n));
+    pos_ += *n;
+    return s;
+  }
+
+  // Fast primitives for the lines a record holds tens of thousands of: false, and no
+  // message, on anything unexpected (the caller then reads the line again with the
+  // primitives above, for the message).
+  template <typename T>
+  bool num(T& v) {
+    auto got = parse_number<T>();
+    if (!got) return false;
+    v = *got;
+    return true;
+  }
+  bool ch(char c) {
+    if (pos_ >= b_.size() || b_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+  bool lit(std::string_view s) {
+    if (b_.substr(pos_, s.size()) != s) return false;
+    pos_ += s.size();
+    return true;
+  }
+  bool take(std::string& out) {
+    auto n = parse_number<size_t>();
+    if (!n || !ch(':') || *n > b_.size() - pos_) return false;
+    out.assign(b_.data() + pos_, *n);
+    pos_ += *n;
+    return true;
+  }
+  void seek(size_t pos) { pos_ = pos; }
+
+ private:
+  // Only what encode_settled() writes: digits, '-' for a negative value, no '+';
+  // from_chars' grammar, with a plain loop for the common case of a few digits.
+  template <typename T>
+  std::optional<T> parse_number() {
     const char* first = b_.data() + pos_;
     const char* last = b_.data() + b_.size();
-    // Only what encode_settled() writes: digits, '-' for a negative value, no '+'.
-    if (first == last || !(*first == '-' || (*first >= '0' && *first <= '9'))) {
-      return error(what);
+    if (first == last) return std::nullopt;
+    if (*first != '-') {
+      // Up to 19 digits cannot overflow an unsigned 64-bit value; a longer number, or
+      // a type it may not fit, goes to from_chars.
+      uint64_t v = 0;
+      const char* p = first;
+      while (p < last && p - first < 19 && static_cast<unsigned char>(*p - '0') < 10) {
+        v = v * 10 + static_cast<uint64_t>(*p - '0');
+        ++p;
+      }
+      if (p == first) return std::nullopt;
+      bool more = p < last && static_cast<unsigned char>(*p - '0') < 10;
+      if (!more && v <= static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        pos_ += static_cast<size_t>(p - first);
+        return static_cast<T>(v);
+      }
     }
+    T v{};
     auto [p, ec] = std::from_chars(first, last, v);
-    if (ec != std::errc() || p == first) return error(what);
+    if (ec != std::errc() || p == first) return std::nullopt;
     pos_ += static_cast<size_t>(p - first);
     return v;
   }
 
-  Result<std::string> str(std::string_view what) {
-    BERTH_TRY(size_t n, number<size_t>(fmt::format("the length of {}", what)));
-    BERTH_CHECK(literal(":"));
-    if (n > b_.size() - pos_) return error(fmt::format("{} bytes of {}", n, what));
-    std::string s(b_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-
- private:
   std::string_view b_;
   size_t pos_ = 0;
 };
@@ -108,13 +188,168 @@ Result<FileStamp> read_stamp(Reader& r, bool with_ctime) {
   return st;
 }
 
-// Whether one file still has its stamp.
-bool file_holds(const SettledFile& f) {
-  auto st = FileStamp::of(f.path);
+bool fast_stamp(Reader& r, FileStamp& st, bool with_ctime) {
+  return r.num(st.dev) && r.ch(' ') && r.num(st.ino) && r.ch(' ') && r.num(st.size) &&
+         r.ch(' ') && r.num(st.mtime_ns) && r.ch(' ') &&
+         (!with_ctime || (r.num(st.ctime_ns) && r.ch(' ')));
+}
+
+// An input, racy input or result line after its word, up to its newline.
+Result<SettledFile> read_file_line(Reader& r, std::string_view word) {
+  bool input = word != "result";
+  bool racy = word == "racy-input";
+  SettledFile f;
+  f.with_ctime = input;
+  size_t start = r.pos();
+  if (r.lit(word) && r.ch(' ') && fast_stamp(r, f.stamp, input) &&
+      (!racy || (r.take(f.racy_hash) && !f.racy_hash.empty() && r.ch(' '))) && r.take(f.path)) {
+    return f;
+  }
+  r.seek(start);
+  BERTH_CHECK(r.literal(word));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(f.stamp, read_stamp(r, input));
+  if (racy) {
+    BERTH_TRY(f.racy_hash, r.str("a hash"));
+    // Empty, it would be written back as a plain input: not what was read.
+    if (f.racy_hash.empty()) return r.error("a racy input's hash");
+    BERTH_CHECK(r.space());
+  }
+  BERTH_TRY(f.path, r.str("a path"));
+  return f;
+}
+
+// A step line, up to its newline, into `e` (its buffers reused); its indices are of
+// what `s` names so far.
+Result<void> read_step_line(Reader& r, const Settled& s, SettledStep& e) {
+  e.files.clear();
+  e.objects.clear();
+  size_t start = r.pos();
+  auto fast = [&] {
+    size_t n = 0;
+    if (!(r.lit("step ") && r.num(e.offset) && r.ch(' ') && r.num(e.length) && r.ch(' ') &&
+          r.num(n) && n <= s.files.size())) {
+      return false;
+    }
+    e.files.resize(n);
+    for (uint32_t& f : e.files) {
+      if (!(r.ch(' ') && r.num(f) && f < s.files.size())) return false;
+    }
+    if (!(r.ch(' ') && r.num(n) && n <= s.objects.size())) return false;
+    e.objects.resize(n);
+    for (uint32_t& o : e.objects) {
+      if (!(r.ch(' ') && r.num(o) && o < s.objects.size())) return false;
+    }
+    return r.ch(' ') && r.take(e.fingerprint) && r.ch(' ') && r.take(e.name);
+  };
+  if (fast()) return Ok{};
+  r.seek(start);
+  e = SettledStep{};
+  BERTH_CHECK(r.literal("step "));
+  BERTH_TRY(e.offset, r.number<size_t>("an offset"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(e.length, r.number<size_t>("a length"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(size_t nf, r.number<size_t>("a file count"));
+  if (nf > s.files.size()) return r.error("at most as many files as the record names");
+  for (size_t k = 0; k < nf; ++k) {
+    BERTH_CHECK(r.space());
+    BERTH_TRY(uint32_t f, r.number<uint32_t>("a file's index"));
+    if (f >= s.files.size()) return r.error("the index of a file named before");
+    e.files.push_back(f);
+  }
+  BERTH_CHECK(r.space());
+  BERTH_TRY(size_t no, r.number<size_t>("an object count"));
+  if (no > s.objects.size()) return r.error("at most as many objects as the record names");
+  for (size_t k = 0; k < no; ++k) {
+    BERTH_CHECK(r.space());
+    BERTH_TRY(uint32_t o, r.number<uint32_t>("an object's index"));
+    if (o >= s.objects.size()) return r.error("the index of an object named before");
+    e.objects.push_back(o);
+  }
+  BERTH_CHECK(r.space());
+  BERTH_TRY(e.fingerprint, r.str("a fingerprint"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(e.name, r.str("a step's name"));
+  return Ok{};
+}
+
+// The SHA-256 of a file's bytes, "sha256:<hex>"; nullopt when it cannot be read.
+std::optional<std::string> hash_of_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  Sha256 h;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    h.update(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return "sha256:" + h.finish_hex();
+}
+
+// Directories opened (O_PATH) to stat the files under them by a short relative path:
+// a stat's cost is mostly its path walk, one component at a time, and a record's files
+// lie under a few directories (inputs/, results/<step>/). Keyed by a file's
+// grandparent, so that results/<step>/<output> shares results/. One per thread.
+class DirCache {
+ public:
+  DirCache() = default;
+  DirCache(const DirCache&) = delete;
+  DirCache& operator=(const DirCache&) = delete;
+  ~DirCache() {
+    for (auto& [dir, fd] : fds_) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  Result<FileStamp> stamp(const std::string& path) {
+    size_t last = path.rfind('/');
+    size_t cut = last == std::string::npos || last == 0 ? std::string::npos
+                                                         : path.rfind('/', last - 1);
+    // A short path (a/b, /a/b) walks little anyway; an empty component is left to stat.
+    if (cut == std::string::npos || cut == 0 || cut + 1 == last) return FileStamp::of(path);
+    std::string_view dir(path.data(), cut);
+    auto it = fds_.find(dir);
+    if (it == fds_.end()) {
+      if (fds_.size() >= kMaxDirs) return FileStamp::of(path);
+      int fd = ::open(std::string(dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      it = fds_.emplace(std::string(dir), fd).first;
+    }
+    if (it->second < 0) return FileStamp::of(path);
+    return FileStamp::at(it->second, path.c_str() + cut + 1);
+  }
+
+ private:
+  static constexpr size_t kMaxDirs = 1024;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int, Hash, std::equal_to<>> fds_;
+};
+
+// Whether one file still has its stamp; a racy input, and still its bytes (read again,
+// then stamped again: a write while it was read is a difference).
+bool file_holds(const SettledFile& f, DirCache& dirs, std::atomic<size_t>& racy_verified) {
+  auto st = dirs.stamp(f.path);
   if (!st.ok()) return false;
   if (!f.with_ctime) st->ctime_ns = 0;
-  return *st == f.stamp;
+  if (*st != f.stamp) return false;
+  if (f.racy_hash.empty()) return true;
+  auto h = hash_of_file(f.path);
+  if (!h || *h != f.racy_hash) return false;
+  auto after = FileStamp::of(f.path);
+  if (!after.ok() || *after != f.stamp) return false;
+  racy_verified.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
+
 
 }  // namespace
 
@@ -132,57 +367,168 @@ std::string settled_context(std::string_view engine_version, std::string_view cw
   return pre;
 }
 
+std::string settled_base(std::string_view engine_version, std::string_view cwd,
+                         std::string_view pipeline_path, std::string_view store_url,
+                         std::string_view results_dir) {
+  std::string pre = "base ";
+  put_str(pre, std::to_string(kSettledFormat));
+  put_str(pre, engine_version);
+  put_str(pre, cwd);
+  put_str(pre, pipeline_path);
+  put_str(pre, store_url);
+  put_str(pre, results_dir);
+  return pre;
+}
+
 std::string settled_steps_path(std::string_view cache_dir, std::string_view steps_object) {
   if (!store::check_object_name(steps_object).ok()) return "";
   return fmt::format("{}/settled/{}.json", cache_dir, steps_object.substr(7));
 }
 
-std::string encode_settled(const Settled& s) {
-  std::string out;
-  out.reserve(s.context.size() + s.files.size() * 96 + s.objects.size() * 80 + 256);
-  out += fmt::format("{} {}\ncontext ", kMagic, kSettledFormat);
-  put_str(out, s.context);
-  out += "\npipeline ";
-  put_str(out, s.pipeline);
-  out += "\nsteps-object ";
-  put_str(out, s.steps_object);
-  out += '\n';
-  for (const auto& q : s.requests) {
-    out += fmt::format("request {} {} {} {}\n", q.tasks, q.cpus_per_task, q.gpus, q.nodes);
-  }
-  for (const auto& t : s.tools) {
-    out += fmt::format("tool {}", t.argv.size());
-    for (const auto& a : t.argv) {
-      out += ' ';
-      put_str(out, a);
-    }
-    out += ' ';
-    put_str(out, t.output);
-    out += '\n';
-  }
-  for (const auto& f : s.files) {
-    if (f.with_ctime) {
-      out += fmt::format("input {} {} {} {} {} ", f.stamp.dev, f.stamp.ino, f.stamp.size,
-                         f.stamp.mtime_ns, f.stamp.ctime_ns);
-    } else {
-      out += fmt::format("result {} {} {} {} ", f.stamp.dev, f.stamp.ino, f.stamp.size,
-                         f.stamp.mtime_ns);
-    }
-    put_str(out, f.path);
-    out += '\n';
-  }
-  for (const auto& o : s.objects) {
-    out += "object ";
-    put_str(out, o);
-    out += '\n';
-  }
-  out += fmt::format("steps {} {}\nend\n", s.steps, s.steps_bytes);
+std::string settled_record_path(std::string_view cache_dir, std::string_view steps_object) {
+  if (!store::check_object_name(steps_object).ok()) return "";
+  return fmt::format("{}/settled/{}.record", cache_dir, steps_object.substr(7));
+}
+
+namespace {
+constexpr std::string_view kPointerMagic = "berth-settled-file 1 ";
+}  // namespace
+
+std::string settled_pointer(std::string_view path, size_t bytes) {
+  std::string out(kPointerMagic);
+  out += std::to_string(bytes);
+  out += ' ';
+  put_str(out, path);
   return out;
 }
 
-Result<Settled> decode_settled(std::string_view bytes) {
+std::optional<std::pair<std::string, size_t>> read_settled_pointer(std::string_view row) {
+  Reader r(row);
+  if (!r.literal(kPointerMagic).ok()) return std::nullopt;
+  auto bytes = r.number<size_t>("a length");
+  if (!bytes.ok() || !r.space().ok()) return std::nullopt;
+  auto path = r.str("a path");
+  if (!path.ok() || path->empty() || !r.at_end()) return std::nullopt;
+  return std::make_pair(std::move(*path), *bytes);
+}
+
+namespace {
+
+// A string written through a raw pointer, grown by doubling: a 10,000-step record is
+// 50,000 lines, and std::string::append's checks per field were most of writing it.
+class Out {
+ public:
+  explicit Out(size_t hint) : buf_(hint, '\0') {}
+  void put(std::string_view v) { std::memcpy(room(v.size()), v.data(), v.size()), n_ += v.size(); }
+  void put(char c) { *room(1) = c, ++n_; }
+  template <typename T>
+  void num(T v) {
+    char* p = room(24);
+    n_ += static_cast<size_t>(std::to_chars(p, p + 24, v).ptr - p);
+  }
+  void str(std::string_view v) {
+    num(v.size());
+    put(':');
+    put(v);
+  }
+  void stamp(const FileStamp& st, bool with_ctime) {
+    num(st.dev), put(' '), num(st.ino), put(' '), num(st.size), put(' '), num(st.mtime_ns);
+    put(' ');
+    if (with_ctime) num(st.ctime_ns), put(' ');
+  }
+  std::string take() {
+    buf_.resize(n_);
+    return std::move(buf_);
+  }
+
+ private:
+  char* room(size_t k) {
+    if (buf_.size() - n_ < k) buf_.resize(std::max(buf_.size() * 2, n_ + k));
+    return buf_.data() + n_;
+  }
+  std::string buf_;
+  size_t n_ = 0;
+};
+
+}  // namespace
+
+std::string encode_settled(const Settled& s) {
+  Out out(s.context.size() + s.base.size() + s.files.size() * 100 + s.objects.size() * 84 +
+          s.entries.size() * 128 + 256);
+  out.put(fmt::format("{} {}\ncontext ", kMagic, kSettledFormat));
+  out.str(s.context);
+  out.put("\nbase ");
+  out.str(s.base);
+  out.put("\npipeline ");
+  out.str(s.pipeline);
+  out.put("\nsteps-object ");
+  out.str(s.steps_object);
+  out.put('\n');
+  for (const auto& q : s.requests) {
+    out.put(fmt::format("request {} {} {} {}\n", q.tasks, q.cpus_per_task, q.gpus, q.nodes));
+  }
+  for (const auto& t : s.tools) {
+    out.put("tool ");
+    out.num(t.argv.size());
+    for (const auto& a : t.argv) {
+      out.put(' ');
+      out.str(a);
+    }
+    out.put(' ');
+    out.str(t.output);
+    out.put('\n');
+  }
+  for (const auto& f : s.files) {
+    if (!f.with_ctime) {
+      out.put("result ");
+      out.stamp(f.stamp, false);
+    } else if (!f.racy_hash.empty()) {
+      out.put("racy-input ");
+      out.stamp(f.stamp, true);
+      out.str(f.racy_hash);
+      out.put(' ');
+    } else {
+      out.put("input ");
+      out.stamp(f.stamp, true);
+    }
+    out.str(f.path);
+    out.put('\n');
+  }
+  for (const auto& o : s.objects) {
+    out.put("object ");
+    out.str(o);
+    out.put('\n');
+  }
+  for (const auto& e : s.entries) {
+    out.put("step ");
+    out.num(e.offset);
+    out.put(' ');
+    out.num(e.length);
+    out.put(' ');
+    out.num(e.files.size());
+    for (uint32_t f : e.files) out.put(' '), out.num(f);
+    out.put(' ');
+    out.num(e.objects.size());
+    for (uint32_t o : e.objects) out.put(' '), out.num(o);
+    out.put(' ');
+    out.str(e.fingerprint);
+    out.put(' ');
+    out.str(e.name);
+    out.put('\n');
+  }
+  out.put(fmt::format("steps {} {}\nend\n", s.steps, s.steps_bytes));
+  return out.take();
+}
+
+Result<Settled> decode_settled(std::string_view bytes) { return decode_settled(bytes, true); }
+
+Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t* entries_at) {
   Reader r(bytes);
   Settled s;
+  SettledStep scratch;  // a step line read but not kept
+  std::vector<std::pair<size_t, size_t>> last_offsets;
+  bool seen_step = false;
+  if (entries_at) *entries_at = 0;
   BERTH_CHECK(r.literal(kMagic));
   BERTH_CHECK(r.space());
   BERTH_TRY(int format, r.number<int>("the format version"));
@@ -193,6 +539,9 @@ Result<Settled> decode_settled(std::string_view bytes) {
   BERTH_CHECK(r.newline());
   BERTH_CHECK(r.literal("context "));
   BERTH_TRY(s.context, r.str("the context"));
+  BERTH_CHECK(r.newline());
+  BERTH_CHECK(r.literal("base "));
+  BERTH_TRY(s.base, r.str("the base context"));
   BERTH_CHECK(r.newline());
   BERTH_CHECK(r.literal("pipeline "));
   BERTH_TRY(s.pipeline, r.str("the pipeline's name"));
@@ -225,37 +574,81 @@ Result<Settled> decode_settled(std::string_view bytes) {
       BERTH_CHECK(r.space());
       BERTH_TRY(t.output, r.str("a tool's output"));
       s.tools.push_back(std::move(t));
-    } else if (word == "input" || word == "result") {
-      bool input = word == "input";
-      BERTH_CHECK(r.literal(input ? "input " : "result "));
-      SettledFile f;
-      f.with_ctime = input;
-      BERTH_TRY(f.stamp, read_stamp(r, input));
-      BERTH_TRY(f.path, r.str("a path"));
+    } else if (word == "input" || word == "racy-input" || word == "result") {
+      BERTH_TRY(SettledFile f, read_file_line(r, word));
       s.files.push_back(std::move(f));
     } else if (word == "object") {
-      BERTH_CHECK(r.literal("object "));
-      BERTH_TRY(std::string o, r.str("an object name"));
+      std::string o;
+      size_t start = r.pos();
+      if (!(r.lit("object ") && r.take(o))) {
+        r.seek(start);
+        BERTH_CHECK(r.literal("object "));
+        BERTH_TRY(o, r.str("an object name"));
+      }
       s.objects.push_back(std::move(o));
+    } else if (word == "step") {
+      if (entries_at && !seen_step) *entries_at = r.pos();
+      seen_step = true;
+      if (with_entries) {
+        SettledStep e;
+        BERTH_CHECK(read_step_line(r, s, e));
+        s.entries.push_back(std::move(e));
+      } else {
+        BERTH_CHECK(read_step_line(r, s, scratch));
+        // Its entry must lie within the steps, checked below for kept ones.
+        last_offsets.emplace_back(scratch.offset, scratch.length);
+      }
     } else {
       break;
     }
-    BERTH_CHECK(r.newline());
+    if (!r.ch('\n')) BERTH_CHECK(r.newline());
   }
   BERTH_CHECK(r.literal("steps "));
   BERTH_TRY(s.steps, r.number<size_t>("a step count"));
   BERTH_CHECK(r.space());
   BERTH_TRY(s.steps_bytes, r.number<size_t>("the steps' length"));
   BERTH_CHECK(r.newline());
+  size_t at = r.pos();
   BERTH_CHECK(r.literal("end\n"));
   if (!r.at_end()) return r.error("the end of the record");
+  for (const auto& e : s.entries) {
+    if (e.offset > s.steps_bytes || e.length > s.steps_bytes - e.offset) {
+      return Error(Errc::kInvalidInput,
+                   fmt::format("settled record: at byte {}: step '{}' lies outside the {} "
+                               "bytes of the steps",
+                               at, e.name, s.steps_bytes));
+    }
+  }
+  for (const auto& [offset, length] : last_offsets) {
+    if (offset > s.steps_bytes || length > s.steps_bytes - offset) {
+      return Error(Errc::kInvalidInput,
+                   fmt::format("settled record: at byte {}: a step lies outside the {} bytes "
+                               "of the steps",
+                               at, s.steps_bytes));
+    }
+  }
   return s;
 }
 
-std::optional<std::string> settled_difference(const Settled& s,
-                                              const std::vector<place::PoolNode>& nodes,
-                                              store::ObjectStore& store,
-                                              place::VersionProbe& probe) {
+Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, Settled& s) {
+  if (entries_at == 0) return Ok{};  // a record without steps
+  if (entries_at > bytes.size()) return fail(Errc::kInvalidInput, "settled record: no steps there");
+  Reader r(bytes);
+  r.seek(entries_at);
+  s.entries.clear();
+  while (r.peek_word() == "step") {
+    SettledStep e;
+    BERTH_CHECK(read_step_line(r, s, e));
+    BERTH_CHECK(r.newline());
+    s.entries.push_back(std::move(e));
+  }
+  return Ok{};
+}
+
+SettledCheck check_settled(const Settled& s, const std::vector<place::PoolNode>& nodes,
+                           store::ObjectStore& store, place::VersionProbe& probe,
+                           bool stop_at_first) {
+  SettledCheck c;
   for (const auto& q : s.requests) {
     place::Pool empty(nodes);
     place::Request req;
@@ -264,28 +657,46 @@ std::optional<std::string> settled_difference(const Settled& s,
     req.gpus = q.gpus;
     if (q.nodes >= 0) req.nodes = q.nodes;
     auto g = empty.grant(req);
-    if (!g.ok() || !g->has_value()) return "a step no longer fits the pool";
+    if (!g.ok() || !g->has_value()) {
+      c.requests_fit = false;
+      c.difference = "a step no longer fits the pool";
+      if (stop_at_first) return c;
+      break;
+    }
   }
   for (const auto& t : s.tools) {
     auto out = probe.run(t.argv);
     if (!out.ok() || *out != t.output) {
-      return fmt::format("tool '{}' answers differently", t.argv.empty() ? "" : t.argv[0]);
+      c.tools_same = false;
+      if (!c.difference) {
+        c.difference =
+            fmt::format("tool '{}' answers differently", t.argv.empty() ? "" : t.argv[0]);
+      }
+      if (stop_at_first) return c;
+      break;
     }
   }
   // Files, then objects, as one list split in two halves: one checked here, one on a
-  // second thread. The first difference stops both.
+  // second thread. With stop_at_first the first difference stops both.
   size_t nf = s.files.size();
   size_t n = nf + s.objects.size();
+  c.file_ok.assign(nf, 0);
+  c.object_ok.assign(s.objects.size(), 0);
   std::atomic<bool> differs{false};
   std::atomic<size_t> first{SIZE_MAX};
+  std::atomic<size_t> racy{0};
   auto check = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to && !differs.load(std::memory_order_relaxed); ++i) {
+    DirCache dirs;
+    for (size_t i = from; i < to; ++i) {
+      if (stop_at_first && differs.load(std::memory_order_relaxed)) return;
       bool ok;
       if (i < nf) {
-        ok = file_holds(s.files[i]);
+        ok = file_holds(s.files[i], dirs, racy);
+        c.file_ok[i] = ok;
       } else {
         auto has = store.has_object(s.objects[i - nf]);
         ok = has.ok() && *has;
+        c.object_ok[i - nf] = ok;
       }
       if (!ok) {
         differs = true;
@@ -300,10 +711,32 @@ std::optional<std::string> settled_difference(const Settled& s,
   if (n >= 64) other = std::thread(check, size_t{0}, half);
   check(other.joinable() ? half : 0, n);
   if (other.joinable()) other.join();
-  if (!differs) return std::nullopt;
+  c.racy_verified = racy.load();
+  if (!differs || c.difference) return c;
   size_t i = first.load();
-  if (i < nf) return fmt::format("{} changed", s.files[i].path);
-  return fmt::format("object {} is no longer in the store", s.objects[i - nf]);
+  if (i < nf) {
+    c.difference = fmt::format("{} changed", s.files[i].path);
+  } else {
+    c.difference = fmt::format("object {} is no longer in the store", s.objects[i - nf]);
+  }
+  return c;
+}
+
+std::optional<std::string> settled_difference(const Settled& s,
+                                              const std::vector<place::PoolNode>& nodes,
+                                              store::ObjectStore& store,
+                                              place::VersionProbe& probe) {
+  return check_settled(s, nodes, store, probe, true).difference;
+}
+
+bool settle_racy_inputs(Settled& s, int64_t now_ns) {
+  bool turned = false;
+  for (auto& f : s.files) {
+    if (f.racy_hash.empty() || stamp_is_racy(f.stamp, now_ns)) continue;
+    f.racy_hash.clear();
+    turned = true;
+  }
+  return turned;
 }
 
 }  // namespace berth::pipeline

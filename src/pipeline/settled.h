@@ -1,6 +1,6 @@
 // The settled record (spec 04 §7.1): what a run in which every step was cached or
 // executed saw, so that the next run of the same pipeline can tell by stat() alone
-// that nothing changed.
+// that nothing changed — or, when something did, which steps it touched.
 //
 // A run whose every step came from the store or ran and published its own row, with no
 // problem, no divergence and every fact it used verified at a stamp, leaves a record in
@@ -8,18 +8,22 @@
 // directory, the pipeline file's bytes, the store, the results directory), each
 // distinct placement request its steps make, each tool's version command and answer,
 // the stamp of every file input (as the index knew its hash) and of every result (as
-// it was verified against its object), every object; and, in a file beside the index,
-// the steps a rerun reports. The next run that finds the same context, every request
-// still fitting the pool, every tool answering the same, every stamp unchanged and
-// every object still present is that rerun: it reports those steps, all cached,
-// without parsing the pipeline, keying a step or reading a row. Anything else (one
-// stamp differs, a stat fails, the record is missing or unreadable) and the run takes
-// the ordinary path, which then records afresh.
+// it was verified against its object), every object; per step, which of those facts
+// it rests on, a fingerprint of its definition and where its entry lies in the steps
+// file; and, in a file beside the index, the steps a rerun reports. The next run that
+// finds the same context, every request still fitting the pool, every tool answering
+// the same, every stamp unchanged and every object still present is that rerun: it
+// reports those steps, all cached, without parsing the pipeline, keying a step or
+// reading a row. When only some facts changed (an input edited, a result removed, the
+// pipeline file edited), the run takes the ordinary path but reuses the entry of every
+// step whose own facts, and whose upstream steps, still hold (executor.h): only what
+// changed is keyed, looked up or run.
 //
 // The record is a cache, like the index it lives in: losing it costs one ordinary run.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,7 +39,7 @@ namespace berth::pipeline {
 
 // Bump when the encoding or what a record means changes: an older record then simply
 // does not decode, and costs one ordinary run.
-inline constexpr int kSettledFormat = 1;
+inline constexpr int kSettledFormat = 2;
 
 struct SettledFile {
   std::string path;
@@ -43,6 +47,10 @@ struct SettledFile {
   // false: a result, stamped without its ctime (every link made to its object changes
   // the ctime, spec 04 §7); true: an input, stamped whole, as the index stamps it.
   bool with_ctime = true;
+  // An input whose stamp is racy (index.h, stamp_is_racy()): its hash ("sha256:<hex>"),
+  // and the stamp alone proves nothing — the check reads the file again. Empty: the
+  // stamp is proof.
+  std::string racy_hash;
   bool operator==(const SettledFile&) const = default;
 };
 
@@ -58,8 +66,25 @@ struct SettledRequest {
   bool operator==(const SettledRequest&) const = default;
 };
 
+// One step of the run, by name: what its entry rests on. Its entry may be reused by a
+// later run when every fact it names still holds, every step it reads from was reused
+// too, and (when the pipeline's bytes or a tool changed) its fingerprint is the same.
+struct SettledStep {
+  std::string name;
+  std::string fingerprint;  // step_fingerprint() (key.h) of its definition
+  size_t offset = 0;        // its entry ({...}) in the steps file
+  size_t length = 0;
+  std::vector<uint32_t> files;    // indices into Settled::files: its inputs and results
+  std::vector<uint32_t> objects;  // indices into Settled::objects: its outputs'
+  bool operator==(const SettledStep&) const = default;
+};
+
 struct Settled {
   std::string context;       // settled_context() of the run that left it
+  // The same without the pipeline's bytes: a record whose base is this run's, but not
+  // its context, was left by another version of the pipeline file, whose steps may
+  // still be reused by fingerprint.
+  std::string base;
   std::string pipeline;      // the pipeline's name, for the report
   // The object holding the report's steps (stored with the run), which is also the
   // name of the file in the cache directory that holds them (settled_steps_path()).
@@ -68,6 +93,7 @@ struct Settled {
   std::vector<SettledTool> tools;
   std::vector<SettledFile> files;
   std::vector<std::string> objects;
+  std::vector<SettledStep> entries;  // in the steps file's order
   size_t steps = 0;        // how many steps the report's "steps" array holds
   size_t steps_bytes = 0;  // how long that array is
   bool operator==(const Settled&) const = default;
@@ -79,6 +105,18 @@ struct Settled {
 // "<cache>/settled/<hex of steps_object>.json"; "" for a name that is not an object's.
 std::string settled_steps_path(std::string_view cache_dir, std::string_view steps_object);
 
+// Where the record itself is kept: "<cache>/settled/<hex of steps_object>.record",
+// beside its steps; the index's row for the pipeline names it (settled_pointer()). A
+// 10,000-step record is megabytes: a file is written and read in one call each, where
+// the index would page it through its B-tree and its log. "" for a name that is not an
+// object's.
+std::string settled_record_path(std::string_view cache_dir, std::string_view steps_object);
+
+// The index's row for a record kept in the file `path`, `bytes` long, and back;
+// nullopt for a row that is not one.
+std::string settled_pointer(std::string_view path, size_t bytes);
+std::optional<std::pair<std::string, size_t>> read_settled_pointer(std::string_view row);
+
 // What a run was given, as one string to compare: every field length-prefixed, so no
 // two different tuples share one. The pipeline's bytes are in it whole, not hashed: a
 // settled run computes no hash at all.
@@ -88,20 +126,54 @@ std::string settled_context(std::string_view engine_version, std::string_view cw
                             std::string_view pipeline_path, std::string_view pipeline_bytes,
                             std::string_view store_url, std::string_view results_dir);
 
+// settled_context() without the pipeline's bytes (Settled::base).
+std::string settled_base(std::string_view engine_version, std::string_view cwd,
+                         std::string_view pipeline_path, std::string_view store_url,
+                         std::string_view results_dir);
+
 // The record as bytes, and back (the steps of the report are kept beside it, not in it).
 // decode_settled() fails (kInvalidInput) on anything encode_settled() could not have written,
 // naming the byte offset and what was expected there; it never crashes, whatever the bytes.
 std::string encode_settled(const Settled& s);
 Result<Settled> decode_settled(std::string_view bytes);
+// The same, every line checked, but without keeping the step lines when
+// `with_entries` is false (a settled run needs none of them): `entries_at` receives
+// where they begin (0: there are none), for decode_settled_entries() to read them when
+// they are needed, from the same bytes.
+Result<Settled> decode_settled(std::string_view bytes, bool with_entries,
+                               size_t* entries_at = nullptr);
+Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, Settled& s);
 
-// Whether the world still is as `s` saw it: every request fits an empty pool of
-// `nodes`, every tool prints what it printed, every file has its stamp and every
-// object is in `store`. nullopt when it is; otherwise the first difference found
-// ("in/3.txt changed", "tool 'cc' answers differently"). Stats on two threads; `store`
-// must allow concurrent has_object() calls, as the executor's threads need anyway.
+// Which of a record's facts still hold: every file still has its stamp (a racy input:
+// and its bytes still have the recorded hash), every object is still in the store,
+// every request fits an empty pool of the nodes, every tool prints what it printed.
+struct SettledCheck {
+  std::vector<char> file_ok;    // per Settled::files
+  std::vector<char> object_ok;  // per Settled::objects
+  bool requests_fit = true;
+  bool tools_same = true;
+  // nullopt when everything holds; otherwise the first difference found ("in/3.txt
+  // changed", "tool 'cc' answers differently").
+  std::optional<std::string> difference;
+  // Racy inputs whose bytes were read again and found unchanged.
+  size_t racy_verified = 0;
+};
+
+// Checks every fact of `s`, on two threads (`store` must allow concurrent has_object()
+// calls, as the executor's threads need anyway). With `stop_at_first`, stops at the
+// first difference, and the bits past it mean nothing.
+SettledCheck check_settled(const Settled& s, const std::vector<place::PoolNode>& nodes,
+                           store::ObjectStore& store, place::VersionProbe& probe,
+                           bool stop_at_first = false);
+
+// Whether the world still is as `s` saw it: check_settled()'s first difference.
 std::optional<std::string> settled_difference(const Settled& s,
                                               const std::vector<place::PoolNode>& nodes,
                                               store::ObjectStore& store,
                                               place::VersionProbe& probe);
+
+// `s` with every racy input that `now_ns` makes no longer racy turned into a plain one
+// (its stamp is proof from now on); false when there was none to turn.
+bool settle_racy_inputs(Settled& s, int64_t now_ns);
 
 }  // namespace berth::pipeline

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "store/memory_store.h"
+#include "util/sha256.h"
 
 namespace berth::pipeline {
 namespace {
@@ -24,10 +25,16 @@ Settled sample() {
   s.steps_object = "sha256:" + std::string(64, 'a');
   s.requests = {{1, 1, 0, -1}, {4, 2, 1, 2}};
   s.tools = {{{"cc", "--version"}, "cc 12\n"}, {{"sh", "-c", "echo a b\nc"}, ""}};
-  s.files = {{"in/a b.txt", {1, 2, 3, 4, 5}, true},
-             {"odd\npath:7:", {UINT64_MAX, 9, 0, -4, 0}, true},
-             {"results/s/o", {1, 3, 8, 1700000000123456789, 0}, false}};
+  s.base = settled_base("berth 1", "/p", "/p/pipeline.toml", "file:///p/.berth/store",
+                        "/p/results");
+  s.files = {{"in/a b.txt", {1, 2, 3, 4, 5}, true, {}},
+             {"odd\npath:7:", {UINT64_MAX, 9, 0, -4, 0}, true, {}},
+             {"results/s/o", {1, 3, 8, 1700000000123456789, 0}, false, {}},
+             {"in/racy", {1, 4, 2, 1700000000123456789, 1700000000123456789}, true,
+              "sha256:" + std::string(64, 'd')}};
   s.objects = {"sha256:" + std::string(64, 'b')};
+  s.entries = {{"s", std::string(64, 'e'), 1, 600, {0, 2}, {0}},
+               {"t u", "", 602, 631, {1, 3, 0}, {}}};
   s.steps = 2;
   s.steps_bytes = 1234;
   return s;
@@ -47,11 +54,59 @@ TEST(Settled, EncodeDecodeRoundTripsAnyBytes) {
   EXPECT_EQ(*e, empty);
 }
 
+TEST(Settled, EntriesAreReadWhenNeeded) {
+  Settled s = sample();
+  std::string bytes = encode_settled(s);
+  size_t at = 0;
+  auto lazy = decode_settled(bytes, false, &at);
+  ASSERT_TRUE(lazy.ok()) << lazy.error().message();
+  EXPECT_TRUE(lazy->entries.empty());
+  EXPECT_GT(at, 0u);
+  ASSERT_TRUE(decode_settled_entries(bytes, at, *lazy).ok());
+  EXPECT_EQ(*lazy, s);
+  // Checked all the same: an entry outside the steps is refused without being kept.
+  s.entries[1].length = s.steps_bytes;
+  EXPECT_FALSE(decode_settled(encode_settled(s), false, &at).ok());
+  // A record without steps has none to read.
+  Settled empty;
+  auto none = decode_settled(encode_settled(empty), false, &at);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(at, 0u);
+  EXPECT_TRUE(decode_settled_entries(encode_settled(empty), at, *none).ok());
+}
+
 TEST(Settled, StepsPathIsNamedByTheObject) {
   std::string hex(64, 'c');
   EXPECT_EQ(settled_steps_path("/c", "sha256:" + hex), "/c/settled/" + hex + ".json");
   EXPECT_EQ(settled_steps_path("/c", ""), "");
   EXPECT_EQ(settled_steps_path("/c", "sha256:../../etc/passwd"), "");
+}
+
+TEST(Settled, TheIndexNamesTheRecordsFile) {
+  std::string hex(64, 'c');
+  EXPECT_EQ(settled_record_path("/c", "sha256:" + hex), "/c/settled/" + hex + ".record");
+  EXPECT_EQ(settled_record_path("/c", "sha256:../x"), "");
+  std::string row = settled_pointer("/c/settled/a b\n.record", 1234);
+  auto back = read_settled_pointer(row);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->first, "/c/settled/a b\n.record");
+  EXPECT_EQ(back->second, 1234u);
+  // An old index's row (the record itself), a torn row, trailing bytes: no record.
+  EXPECT_EQ(read_settled_pointer(encode_settled(sample())), std::nullopt);
+  EXPECT_EQ(read_settled_pointer(row.substr(0, row.size() - 1)), std::nullopt);
+  EXPECT_EQ(read_settled_pointer(row + "x"), std::nullopt);
+  EXPECT_EQ(read_settled_pointer(settled_pointer("", 5)), std::nullopt);
+}
+
+TEST(Settled, BaseLeavesOutOnlyThePipelinesBytes) {
+  std::string b = settled_base("e", "/c", "/p", "url", "/r");
+  EXPECT_EQ(b, settled_base("e", "/c", "/p", "url", "/r"));
+  EXPECT_NE(b, settled_base("f", "/c", "/p", "url", "/r"));
+  EXPECT_NE(b, settled_base("e", "/d", "/p", "url", "/r"));
+  EXPECT_NE(b, settled_base("e", "/c", "/q", "url", "/r"));
+  EXPECT_NE(b, settled_base("e", "/c", "/p", "url2", "/r"));
+  EXPECT_NE(b, settled_base("e", "/c", "/p", "url", "/r2"));
+  EXPECT_NE(b, settled_context("e", "/c", "/p", "", "url", "/r")) << "never a context";
 }
 
 TEST(Settled, ContextChangesWithEveryField) {
@@ -75,20 +130,37 @@ TEST(Settled, DecodeNamesTheOffsetOfWhatIsWrong) {
   };
   std::vector<Case> cases = {
       {"", "at byte 0: expected 'berth-settled'"},
-      {"berth-settled 2\n", "format 2, expected 1"},
+      {"berth-settled 1\n", "format 1, expected 2"},
       {"berth-settled x\n", "at byte 14: expected the format version"},
       {good.substr(0, good.size() - 1), "expected 'end\n'"},
       {good + "x", "expected the end of the record"},
-      {"berth-settled 1\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
-      {"berth-settled 1\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
-      {"berth-settled 1\ncontext 0:\npipeline 0:\nsteps-object 0:\ninput 1 2 3 4 x 0:\n",
+      {"berth-settled 2\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
+      {"berth-settled 2\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
+      {"berth-settled 2\ncontext 0:\npipeline 0:\n", "at byte 27: expected 'base '"},
+      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ninput 1 2 3 4 x 0:\n",
        "expected a ctime"},
-      {"berth-settled 1\ncontext 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0\n",
+      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0\n",
        "expected ' '"},
-      {"berth-settled 1\ncontext 0:\npipeline 0:\nsteps-object 0:\nbogus 1\n", "expected 'steps '"},
-      {"berth-settled 1\ncontext 0:\npipeline 0:\nsteps-object 0:\n"
+      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nbogus 1\n",
+       "expected 'steps '"},
+      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
        "tool 99999999999999999999 \n",
        "expected an argument count"},
+      // A racy input's hash is never empty: it would be written back as a plain input.
+      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+       "racy-input 1 2 3 4 5 0: 1:a\n",
+       "expected a racy input's hash"},
+      // A step names files and objects named before it, by index.
+      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+       "input 1 2 3 4 5 1:a\nstep 0 2 1 1 0 0: 1:s\n",
+       "expected the index of a file named before"},
+      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+       "step 0 2 0 1 0 0: 1:s\n",
+       "expected at most as many objects as the record names"},
+      // Its entry lies within the steps.
+      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+       "step 5 6 0 0 0: 1:s\nsteps 1 10\nend\n",
+       "step 's' lies outside the 10 bytes of the steps"},
   };
   for (const auto& c : cases) {
     auto r = decode_settled(c.bytes);
@@ -122,12 +194,12 @@ class SettledCheck : public ::testing::Test {
     nodes_ = {{"n0", {0, 1, 2, 3}, {"0"}, std::nullopt}};
     // A hundred inputs and results: enough that the check splits over two threads.
     for (int i = 0; i < 100; ++i) {
-      s_.files.push_back(
-          {write("in" + std::to_string(i), "i"), stamp(dir_ + "/in" + std::to_string(i)), true});
+      s_.files.push_back({write("in" + std::to_string(i), "i"),
+                          stamp(dir_ + "/in" + std::to_string(i)), true, {}});
       std::string r = write("out" + std::to_string(i), "o");
       FileStamp st = stamp(r);
       st.ctime_ns = 0;
-      s_.files.push_back({r, st, false});
+      s_.files.push_back({r, st, false, {}});
       auto name = store_.put_object("object " + std::to_string(i));
       ASSERT_TRUE(name.ok());
       s_.objects.push_back(*name);
@@ -182,6 +254,53 @@ TEST_F(SettledCheck, AnInputWithRestoredMtimeIsStillADifference) {
   auto d = difference();
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(*d, p + " changed");
+}
+
+TEST_F(SettledCheck, ARacyInputIsReadAgain) {
+  // Recorded with its hash, because its stamp was racy when it was hashed (index.h):
+  // the same bytes hold, and are counted.
+  s_.files[0].racy_hash = "sha256:" + sha256_hex("i");
+  auto c = check_settled(s_, nodes_, store_, probe_);
+  EXPECT_EQ(c.difference, std::nullopt);
+  EXPECT_EQ(c.file_ok[0], 1);
+  EXPECT_EQ(c.racy_verified, 1u);
+  // The stale stamp: bytes rewritten within the timestamp tick they were hashed in
+  // leave every field of the stamp as it was; only the bytes tell. (Made here by a
+  // record whose hash is of other bytes than the file's, at the file's own stamp.)
+  s_.files[0].racy_hash = "sha256:" + sha256_hex("j");
+  c = check_settled(s_, nodes_, store_, probe_);
+  EXPECT_EQ(c.difference, s_.files[0].path + " changed");
+  EXPECT_EQ(c.file_ok[0], 0);
+  EXPECT_EQ(c.file_ok[2], 1) << "the other files are still checked";
+}
+
+TEST_F(SettledCheck, EveryFactIsCheckedPastTheFirstDifference) {
+  // What an ordinary run reuses from: which facts hold, each of them.
+  write("in7", "changed");
+  fs::remove(s_.files[9].path);  // out4
+  store::MemoryStore half;
+  for (size_t i = 0; i < s_.objects.size(); i += 2) {
+    ASSERT_TRUE(half.put_object("object " + std::to_string(i)).ok());
+  }
+  auto c = check_settled(s_, nodes_, half, probe_);
+  EXPECT_EQ(c.difference, s_.files[9].path + " changed");
+  for (size_t i = 0; i < s_.files.size(); ++i) {
+    EXPECT_EQ(c.file_ok[i], i != 9 && i != 14) << s_.files[i].path;
+  }
+  for (size_t i = 0; i < s_.objects.size(); ++i) EXPECT_EQ(c.object_ok[i], i % 2 == 0) << i;
+  EXPECT_TRUE(c.requests_fit);
+  EXPECT_TRUE(c.tools_same);
+}
+
+TEST(Settled, RacyInputsBecomePlainOnceTheWindowHasPassed) {
+  Settled s = sample();
+  const SettledFile racy = s.files[3];
+  ASSERT_FALSE(racy.racy_hash.empty());
+  EXPECT_FALSE(settle_racy_inputs(s, racy.stamp.mtime_ns + 1));
+  EXPECT_EQ(s.files[3].racy_hash, racy.racy_hash);
+  EXPECT_TRUE(settle_racy_inputs(s, racy.stamp.ctime_ns + kRacyWindowNs));
+  EXPECT_EQ(s.files[3].racy_hash, "");
+  EXPECT_EQ(s.files[0], sample().files[0]) << "a plain input is left alone";
 }
 
 TEST_F(SettledCheck, AResultIsStampedWithoutItsCtime) {

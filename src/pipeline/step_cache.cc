@@ -100,7 +100,7 @@ Result<void> StepCache::materialize(const StepRecord& r, std::vector<std::string
     if (index_) {
       if (auto st = result_stamp(dest); st.ok()) {
         if (index_->file_hash(dest, *st) == rec.object) {
-          if (seen) seen->files.push_back({dest, *st, false});
+          if (seen) seen->files.push_back({dest, *st, false, {}});
           continue;
         }
       }
@@ -118,7 +118,7 @@ Result<void> StepCache::materialize(const StepRecord& r, std::vector<std::string
     if (index_) {
       if (auto st = result_stamp(dest); st.ok()) {
         index_->remember_file(dest, *st, rec.object);
-        if (seen) seen->files.push_back({dest, *st, false});
+        if (seen) seen->files.push_back({dest, *st, false, {}});
       } else if (seen) {
         seen->whole = false;
       }

@@ -200,6 +200,15 @@ Result<std::unique_ptr<FileStore>> FileStore::open(const std::string& dir_in, Op
   return std::unique_ptr<FileStore>(new FileStore(std::move(dir), options, std::move(barrier)));
 }
 
+FileStore::FileStore(std::string dir, Options options, std::unique_ptr<posix::SyncBarrier> barrier)
+    : dir_(std::move(dir)), options_(options), barrier_(std::move(barrier)) {
+  objects_fd_ = ::open((dir_ + "/objects").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+FileStore::~FileStore() {
+  if (objects_fd_ >= 0) ::close(objects_fd_);
+}
+
 std::string FileStore::object_path(std::string_view name) const {
   std::string hex = hex_of(name);
   return fmt::format("{}/objects/{}/{}", dir_, hex.substr(0, 2), hex.substr(2));

@@ -50,6 +50,10 @@ class FileStore : public ObjectStore {
     return open(dir, Options{});
   }
 
+  ~FileStore() override;
+  FileStore(const FileStore&) = delete;
+  FileStore& operator=(const FileStore&) = delete;
+
   const std::string& dir() const { return dir_; }
   // Where object `name` lives (whether or not it exists); `name` must be valid.
   std::string object_path(std::string_view name) const;
@@ -88,8 +92,7 @@ class FileStore : public ObjectStore {
       const std::function<Result<std::set<std::string>>()>& spare) override;
 
  private:
-  FileStore(std::string dir, Options options, std::unique_ptr<posix::SyncBarrier> barrier)
-      : dir_(std::move(dir)), options_(options), barrier_(std::move(barrier)) {}
+  FileStore(std::string dir, Options options, std::unique_ptr<posix::SyncBarrier> barrier);
 
   // Moves a copy that failed verification to corrupt/, if `path` is still the inode
   // that was read (dev, ino), and returns the problem text for ObjectRead.
@@ -107,6 +110,10 @@ class FileStore : public ObjectStore {
   std::string dir_;
   Options options_;
   std::unique_ptr<posix::SyncBarrier> barrier_;
+  // objects/, opened (O_PATH) once: has_object() stats "ab/cdef…" under it, a walk of
+  // two components rather than the whole path (a settled check stats every object).
+  // -1 when it could not be opened: the whole path is used.
+  int objects_fd_ = -1;
 };
 
 }  // namespace berth::store

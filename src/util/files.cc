@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -72,21 +73,35 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   struct stat st {};
   if (::fstat(f.get(), &st) != 0) return os_error(path, "stat", errno);
   if (S_ISDIR(st.st_mode)) return fail(Errc::kIo, fmt::format("{}: is a directory", path));
+  // Read in place, sized by the file: a steps file or a report is megabytes, and
+  // reading through a buffer and appending copied it two or three times over. One
+  // byte more than the size, to see the end (or a file that grew) in the same call.
   std::string out;
-  char buf[65536];
+  size_t len = 0;
+  size_t hint = S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) : 0;
+  const size_t cap = max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1;
+  out.resize(std::min(hint, cap - 1) + 1);
   for (;;) {
-    ssize_t n = ::read(f.get(), buf, sizeof buf);
+    if (len == out.size()) {
+      if (len > max_bytes) {
+        return fail(Errc::kInvalidInput,
+                    fmt::format("{}: larger than the limit of {} bytes", path, max_bytes));
+      }
+      out.resize(std::min(std::max(out.size() * 2, size_t{65536}), cap));
+    }
+    ssize_t n = ::read(f.get(), out.data() + len, out.size() - len);
     if (n < 0) {
       if (errno == EINTR) continue;
       return os_error(path, "read", errno);
     }
     if (n == 0) break;
-    if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      return fail(Errc::kInvalidInput,
-                  fmt::format("{}: larger than the limit of {} bytes", path, max_bytes));
-    }
-    out.append(buf, static_cast<size_t>(n));
+    len += static_cast<size_t>(n);
   }
+  if (len > max_bytes) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("{}: larger than the limit of {} bytes", path, max_bytes));
+  }
+  out.resize(len);
   return out;
 }
 

@@ -104,6 +104,32 @@ TEST(Files, ReadRefusesFileOverLimit) {
   rmdir(d.c_str());
 }
 
+TEST(Files, ReadTakesEveryByteUpToTheLimitExactly) {
+  std::string d = temp_dir();
+  std::string p = d + "/f";
+  // Sizes around the first read and the growth steps; every byte distinct by position.
+  for (size_t n : {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{200001}}) {
+    std::string bytes(n, '\0');
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(i * 7 + i / 256);
+    ASSERT_TRUE(write_file_atomic(p, bytes).ok());
+    auto all = read_file(p);
+    ASSERT_TRUE(all.ok()) << n;
+    EXPECT_EQ(*all, bytes) << n;
+    auto exact = read_file(p, n);
+    ASSERT_TRUE(exact.ok()) << n;
+    EXPECT_EQ(exact->size(), n);
+    if (n > 0) {
+      EXPECT_FALSE(read_file(p, n - 1).ok()) << n;
+    }
+  }
+  // A file that is not regular has no size to go by: read to its end all the same.
+  auto proc = read_file("/proc/self/status");
+  ASSERT_TRUE(proc.ok());
+  EXPECT_NE(proc->find("Name:"), std::string::npos);
+  unlink(p.c_str());
+  rmdir(d.c_str());
+}
+
 TEST(Files, ReadOfDirectoryIsAnError) {
   auto r = read_file("/tmp");
   ASSERT_FALSE(r.ok());

@@ -100,6 +100,19 @@ expect_eq "edited pipeline: ordinary, all cached" "$(counts) $(settled)" "0 exec
 run run pipeline.toml --format json
 expect_eq "edited pipeline: settles again" "$(settled)" True
 
+# One step's definition edited: that step runs again; every other step is reused from
+# the record by its fingerprint, its entry exactly as the settled run reported it.
+others() { json "json.dumps([s for s in j['steps'] if s['name'] != 'sum'], sort_keys=True)"; }
+before=$(others)
+sed -i 's/run = "cat {in.parts} > {out.o}"/run = "cat {in.parts} >{out.o}"/' pipeline.toml
+run run pipeline.toml --format json
+expect_eq "edited step: it ran, the others did not" "$(counts) $(state sum)" \
+  "1 executed 3 cached executed"
+expect_eq "edited step: the others' entries are the settled run's" "$(others)" "$before"
+expect_eq "edited step: result" "$(cat results/sum/o)" "$(cat results/w-1/o results/w-2/o results/w-3/o)"
+run run pipeline.toml --format json
+expect_eq "edited step: settles again" "$(settled) $(counts)" "True 0 executed 4 cached"
+
 # An input's content.
 printf 'two\n' >data/2.txt
 run run pipeline.toml --format json
@@ -170,7 +183,8 @@ printf ' ' >>"$sfile"
 run run pipeline.toml --format json
 expect_eq "steps file longer: ordinary" "$(settled)" False
 settle
-expect_eq "settled again: one steps file" "$(ls .berth/cache/settled | wc -l)" 1
+expect_eq "settled again: one steps file, one record" \
+  "$(ls .berth/cache/settled/*.json | wc -l) $(ls .berth/cache/settled/*.record | wc -l)" "1 1"
 
 # A tool that answers differently changes every key that names it.
 printf 'tool 2\n' >toolver

@@ -4,7 +4,8 @@
 // Properties checked, abort() on any violation:
 //   - decoding never crashes, throws or runs away, whatever the bytes;
 //   - a failure is kInvalidInput and names a byte offset or the format;
-//   - what decodes re-encodes to bytes that decode to the same record.
+//   - what decodes re-encodes to bytes that decode to the same record;
+//   - what decodes decodes the same without its steps' entries and then with them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -25,5 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string again = berth::pipeline::encode_settled(*s);
   auto back = berth::pipeline::decode_settled(again);
   if (!back.ok() || !(*back == *s)) abort();
+  // Read without its steps' entries, then those read from where they begin: the same.
+  size_t at = 0;
+  auto lazy = berth::pipeline::decode_settled(bytes, false, &at);
+  if (!lazy.ok() || !lazy->entries.empty()) abort();
+  if (!berth::pipeline::decode_settled_entries(bytes, at, *lazy).ok()) abort();
+  if (!(*lazy == *s)) abort();
   return 0;
 }
