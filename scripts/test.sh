@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - build berth with the dev preset (clang, warnings as errors, ASan+UBSan,
 # fuzzers) and run every test: unit, end-to-end, bounded fuzzing, and the tests
-# inside a real local Slurm (4 nodes) and Grid Engine, which it starts and stops;
-# then build the tsan preset and run the same tests under ThreadSanitizer.
+# inside a real local Slurm (4 nodes) and Grid Engine, which it starts and stops.
 #
 #   BERTH_FUZZ_SECONDS=N   seconds per fuzz target (default 15)
 #   BERTH_NO_SERVICES=1    do not start Slurm, Grid Engine or the S3 servers; their
@@ -31,10 +30,3 @@ else
 fi
 
 ctest --preset dev "${exclude[@]}"
-
-# The same suite under ThreadSanitizer: berth has threads of its own (the PMIx server,
-# the pipeline's step threads, the store's waits) and callers that bring theirs
-# (Python). Its build has no fuzzers; a data race fails the test it shows up in.
-cmake --preset tsan >/dev/null
-cmake --build --preset tsan
-ctest --preset tsan "${exclude[@]}"
