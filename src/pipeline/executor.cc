@@ -386,14 +386,15 @@ bool Executor::ensure_outputs(size_t i) {
     return false;
   }
   std::map<std::string, StepRecord::Output> outputs;
-  for (auto& [name, o] : j["outputs"].items()) {
+  for (const auto& item : j["outputs"].items()) {
+    const nlohmann::json& o = item.value();
     if (!o.is_object()) return false;
-    auto field = [&](const char* k) {
+    auto field = [&o](const char* k) {
       return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
     };
     StepRecord::Output out{field("object"), field("form"), field("canonical")};
     if (!store::check_object_name(out.object).ok()) return false;
-    outputs[name] = std::move(out);
+    outputs[item.key()] = std::move(out);
   }
   for (const std::string& out : g_.steps[i].outputs) {
     if (!outputs.count(out)) return false;
