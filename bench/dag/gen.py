@@ -3,9 +3,11 @@
 
     gen.py SHAPE N DIR
 
-SHAPE is "wide" (N independent steps, step i copies in/i.txt to out/i.txt) or "chain"
-(N steps, step k copies step k-1's output; step 0 copies in/0.txt). DIR receives the
-inputs and one build file per tool:
+SHAPE is "read" (N independent steps, step i copies in/i.txt to out/i.txt: each reads
+an input of its own), "touch" (N independent steps, step i touches out/i.txt: no input;
+each berth step has its own environment variable I so that no two keys are equal), or
+"chain" (N steps, step k copies step k-1's output; step 0 copies in/0.txt). "wide" is
+"read". DIR receives the inputs and one build file per tool:
 
     pipeline.toml  berth run     (cmd = ["cp", ...], no shell)
     build.ninja    ninja         (rule cp: command = cp $in $out, through sh -c)
@@ -49,6 +51,28 @@ def gen_wide(n, d):
           '    shell: "cp {input} {output}"\n')
 
 
+def gen_touch(n, d):
+    os.makedirs(os.path.join(d, "in"), exist_ok=True)
+    # One [[step]] per output, so that one step's definition can be edited (edit.py).
+    toml = ['[pipeline]\nname = "dag-touch"\n']
+    for i in range(n):
+        toml.append(f'[[step]]\nname = "t-{i}"\ncmd = ["touch", "{{out.o}}"]\n'
+                    f'outputs = ["o"]\nenv = {{ I = "{i}" }}\n')
+    write(os.path.join(d, "pipeline.toml"), "\n".join(toml))
+    ninja = ["rule touch", "  command = I=$i touch $out", ""]
+    for i in range(n):
+        ninja += [f"build out/{i}.txt: touch", f"  i = {i}"]
+    write(os.path.join(d, "build.ninja"), "\n".join(ninja) + "\n")
+    mk = ["all: " + " ".join(f"out/{i}.txt" for i in range(n)), ""]
+    for i in range(n):
+        mk += [f"out/{i}.txt:", f"\tI={i} touch $@"]
+    write(os.path.join(d, "Makefile"), "\n".join(mk) + "\n")
+    write(os.path.join(d, "Snakefile"),
+          f'rule all:\n    input: expand("out/{{i}}.txt", i=range({n}))\n\n'
+          'rule touch:\n    output: "out/{i}.txt"\n'
+          '    shell: "I={wildcards.i} touch {output}"\n')
+
+
 def gen_chain(n, d):
     os.makedirs(os.path.join(d, "in"), exist_ok=True)
     write(os.path.join(d, "in", "0.txt"), "0\n")
@@ -84,12 +108,13 @@ def gen_chain(n, d):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[1] not in ("wide", "chain"):
-        sys.stderr.write("usage: gen.py wide|chain N DIR\n")
+    gens = {"read": gen_wide, "wide": gen_wide, "touch": gen_touch, "chain": gen_chain}
+    if len(argv) != 4 or argv[1] not in gens:
+        sys.stderr.write("usage: gen.py read|touch|chain N DIR\n")
         return 2
     n, d = int(argv[2]), argv[3]
     os.makedirs(d, exist_ok=True)
-    (gen_wide if argv[1] == "wide" else gen_chain)(n, d)
+    gens[argv[1]](n, d)
     return 0
 
 

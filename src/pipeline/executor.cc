@@ -216,8 +216,9 @@ class Executor {
   };
   std::vector<Facts> facts_;
   bool settleable_ = true;
-  // Reuse: the record's entries by step name; per step, the entry it was reused from
-  // (-1: none) and the fingerprint computed for it ("" when not computed).
+  // Reuse: the record's entries by step name (built when first needed); per step, the
+  // entry it was reused from (-1: none) and the fingerprint computed for it ("" when
+  // not computed).
   std::unordered_map<std::string_view, size_t> reuse_names_;
   std::vector<int64_t> reused_from_;
   std::vector<std::string> fingerprints_;
@@ -352,9 +353,20 @@ std::optional<StepRecord> Executor::try_cached(size_t i) {
 bool Executor::try_reuse(size_t i) {
   const SettledReuse& ru = *o_.reuse;
   const Step& s = g_.steps[i];
-  auto it = reuse_names_.find(s.name);
-  if (it == reuse_names_.end()) return false;
-  const SettledStep& e = ru.record->entries[it->second];
+  // The record's entries are in the order of the graph that left it: the same
+  // position first, by name only when the graph differs (an edited pipeline file).
+  size_t at = i;
+  if (at >= ru.record->entries.size() || ru.record->entries[at].name != s.name) {
+    if (reuse_names_.empty()) {
+      const auto& entries = ru.record->entries;
+      reuse_names_.reserve(entries.size());
+      for (size_t k = 0; k < entries.size(); ++k) reuse_names_.emplace(entries[k].name, k);
+    }
+    auto it = reuse_names_.find(s.name);
+    if (it == reuse_names_.end()) return false;
+    at = it->second;
+  }
+  const SettledStep& e = ru.record->entries[at];
   // Whatever it reads was reused too: an upstream step that ran again may have made
   // other outputs, and then this step has another key.
   for (size_t dep : s.deps) {
@@ -380,7 +392,7 @@ bool Executor::try_reuse(size_t i) {
   r.state = StepState::kCached;
   r.reason = std::string(kCachedReason);
   r.recorded = entry;
-  reused_from_[i] = static_cast<int64_t>(it->second);
+  reused_from_[i] = static_cast<int64_t>(at);
   finish_step(i, std::move(r));
   return true;
 }
@@ -395,16 +407,15 @@ bool Executor::ensure_outputs(size_t i) {
     return false;
   }
   std::map<std::string, StepRecord::Output> outputs;
-  for (auto& item : j["outputs"].items()) {
-    const std::string& name = item.key();
-    const auto& o = item.value();
+  for (const auto& item : j["outputs"].items()) {
+    const nlohmann::json& o = item.value();
     if (!o.is_object()) return false;
-    auto field = [&](const char* k) {
+    auto field = [&o](const char* k) {
       return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
     };
     StepRecord::Output out{field("object"), field("form"), field("canonical")};
     if (!store::check_object_name(out.object).ok()) return false;
-    outputs[name] = std::move(out);
+    outputs[item.key()] = std::move(out);
   }
   for (const std::string& out : g_.steps[i].outputs) {
     if (!outputs.count(out)) return false;
@@ -952,9 +963,6 @@ Result<RunReport> Executor::run() {
   reused_from_.assign(n, -1);
   fingerprints_.assign(n, {});
   if (o_.reuse) {
-    const Settled& rec = *o_.reuse->record;
-    reuse_names_.reserve(rec.entries.size());
-    for (size_t k = 0; k < rec.entries.size(); ++k) reuse_names_.emplace(rec.entries[k].name, k);
     report_.recorded = o_.reuse->steps;
   }
   for (size_t i = 0; i < n; ++i) {

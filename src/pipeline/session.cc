@@ -96,7 +96,7 @@ std::map<std::string, std::string> previous_bases(const std::string& report_path
 // size fits a row. The steps are `steps_object` when it is already stored, else
 // `steps()` is stored. Returns the steps' object name.
 Result<std::string> store_report(const RunReport& r, std::string steps_object,
-                                 const std::function<Result<std::string>()>& steps,
+                                 const std::function<Result<std::string_view>()>& steps,
                                  std::optional<size_t> settled_steps, store::ObjectStore& shared) {
   bool present = false;
   if (!steps_object.empty()) {
@@ -104,7 +104,7 @@ Result<std::string> store_report(const RunReport& r, std::string steps_object,
     present = has.ok() && *has;
   }
   if (!present) {
-    BERTH_TRY(std::string bytes, steps());
+    BERTH_TRY(std::string_view bytes, steps());
     BERTH_TRY(steps_object, shared.put_object(bytes));
   }
   auto addr = store::row_address(
@@ -156,12 +156,30 @@ Result<void> write_report_file(const std::string& path, std::string_view head, i
   return Ok{};
 }
 
+// head, steps and the report's tail, to `out`.
+Result<void> write_pieces_to(int out, std::string_view head, std::string_view steps,
+                             const std::string& what) {
+  BERTH_CHECK(files::write_all(out, head.data(), head.size(), what));
+  BERTH_CHECK(files::write_all(out, steps.data(), steps.size(), what));
+  return files::write_all(out, kReportTail.data(), kReportTail.size(), what);
+}
+
+// The same, to `path`, atomically, not fsynced (the runs row is the durable record).
+Result<void> write_pieces_file(const std::string& path, std::string_view head,
+                               std::string_view steps) {
+  std::string tmp;
+  BERTH_TRY(files::Fd fd, files::create_temp(files::parent_dir(path), 0644, &tmp));
+  files::TempGuard guard{tmp};
+  BERTH_CHECK(write_pieces_to(fd.get(), head, steps, tmp));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return files::os_error(path, "rename onto", errno);
+  guard.disarm();
+  return Ok{};
+}
+
 }  // namespace
 
 Result<void> RunOutcome::write_report(int fd) const {
-  if (!settled) {
-    return files::write_all(fd, report_json.data(), report_json.size(), "stdout");
-  }
+  if (!settled) return write_pieces_to(fd, report_head, report_steps, "stdout");
   files::Fd steps_fd(::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!steps_fd.valid()) return files::os_error(steps_path, "open", errno);
   return write_report_to(fd, settled_head, steps_fd.get(), steps_bytes, "stdout");
@@ -481,7 +499,9 @@ std::optional<RunOutcome> Session::State::run_settled() {
   }
   auto stored = store_report(
       header, steps_object,
-      [&]() -> Result<std::string> { return fail(Errc::kIo, "the steps' object is missing"); },
+      [&]() -> Result<std::string_view> {
+        return fail(Errc::kIo, "the steps' object is missing");
+      },
       settled->steps, *shared);
   if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
   return out;
@@ -491,18 +511,20 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   // The steps are written once, a reused step's entry copied as it was recorded; where
   // each entry lies is kept, so the steps a rerun reports are spliced from these.
   EntrySpans spans;
-  std::string steps_json = report_steps_json(rep, &spans);
-  out.report_json = report_json(rep, steps_json);
+  out.report_steps = report_steps_json(rep, &spans);
+  out.report_head = report_json_head(rep);
+  const std::string& steps_json = out.report_steps;
   std::string steps_object;
   if (!o.dry_run) {
     // Beside the pipeline (replaced atomically, not fsynced: the runs row is the
     // durable record, and in a file:// store on the same filesystem the row's own
     // barrier makes the file durable with it), then stored with the run.
-    if (auto w = files::write_file_atomic(report_path, out.report_json, false); !w.ok()) {
+    if (auto w = write_pieces_file(report_path, out.report_head, steps_json); !w.ok()) {
       say(w.error().message());
     }
     auto stored = store_report(
-        rep, "", [&]() -> Result<std::string> { return steps_json; }, std::nullopt, *shared);
+        rep, "", [&]() -> Result<std::string_view> { return std::string_view(steps_json); },
+        std::nullopt, *shared);
     if (stored.ok()) {
       steps_object = *stored;
     } else {

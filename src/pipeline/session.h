@@ -83,7 +83,10 @@ struct RunOutcome {
   int exit_code = 0;
   std::string worker;  // worker mode: this worker's name
   std::optional<RunReport> report;
-  std::string report_json;  // the ordinary run's report, as JSON
+  // The ordinary run's report as JSON: report_head, report_steps (its "steps"),
+  // kReportTail; kept in pieces, as megabytes of steps need not be copied once more.
+  std::string report_head;
+  std::string report_steps;
   // A settled run: the report is settled_head, the steps file's bytes, kReportTail.
   bool settled = false;
   std::string settled_head;

@@ -296,42 +296,60 @@ std::optional<std::string> hash_of_file(const std::string& path) {
 
 // Directories opened (O_PATH) to stat the files under them by a short relative path:
 // a stat's cost is mostly its path walk, one component at a time, and a record's files
-// lie under a few directories (inputs/, results/<step>/). Keyed by a file's
-// grandparent, so that results/<step>/<output> shares results/. One per thread.
+// lie under a few directories. A file's parent is opened once a second file under it
+// is seen (inputs/ holds many; results/<step>/ one or two), else its grandparent
+// (results/ holds every step's). One per thread.
 class DirCache {
  public:
   DirCache() = default;
   DirCache(const DirCache&) = delete;
   DirCache& operator=(const DirCache&) = delete;
   ~DirCache() {
-    for (auto& [dir, fd] : fds_) {
-      if (fd >= 0) ::close(fd);
+    for (auto* m : {&parents_, &grandparents_}) {
+      for (auto& [dir, fd] : *m) {
+        if (fd >= 0) ::close(fd);
+      }
     }
   }
   Result<FileStamp> stamp(const std::string& path) {
     size_t last = path.rfind('/');
-    size_t cut = last == std::string::npos || last == 0 ? std::string::npos
-                                                         : path.rfind('/', last - 1);
-    // A short path (a/b, /a/b) walks little anyway; an empty component is left to stat.
-    if (cut == std::string::npos || cut == 0 || cut + 1 == last) return FileStamp::of(path);
-    std::string_view dir(path.data(), cut);
-    auto it = fds_.find(dir);
-    if (it == fds_.end()) {
-      if (fds_.size() >= kMaxDirs) return FileStamp::of(path);
-      int fd = ::open(std::string(dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-      it = fds_.emplace(std::string(dir), fd).first;
+    if (last == std::string::npos || last == 0 || last + 1 == path.size()) {
+      return FileStamp::of(path);
     }
-    if (it->second < 0) return FileStamp::of(path);
-    return FileStamp::at(it->second, path.c_str() + cut + 1);
+    std::string_view parent(path.data(), last);
+    auto p = parents_.find(parent);
+    if (p == parents_.end()) {
+      if (parents_.size() < kMaxDirs) parents_.emplace(std::string(parent), kSeenOnce);
+    } else {
+      if (p->second == kSeenOnce) p->second = open_dir(parent);
+      if (p->second >= 0) return FileStamp::at(p->second, path.c_str() + last + 1);
+    }
+    size_t cut = path.rfind('/', last - 1);
+    // A short path walks little anyway; an empty component is left to stat.
+    if (cut == std::string::npos || cut == 0 || cut + 1 == last) return FileStamp::of(path);
+    std::string_view grand(path.data(), cut);
+    auto g = grandparents_.find(grand);
+    if (g == grandparents_.end()) {
+      if (grandparents_.size() >= kMaxDirs) return FileStamp::of(path);
+      g = grandparents_.emplace(std::string(grand), open_dir(grand)).first;
+    }
+    if (g->second < 0) return FileStamp::of(path);
+    return FileStamp::at(g->second, path.c_str() + cut + 1);
   }
 
  private:
   static constexpr size_t kMaxDirs = 1024;
+  static constexpr int kSeenOnce = -2;
+  static int open_dir(std::string_view dir) {
+    return ::open(std::string(dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  }
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  std::unordered_map<std::string, int, Hash, std::equal_to<>> fds_;
+  using Dirs = std::unordered_map<std::string, int, Hash, std::equal_to<>>;
+  Dirs parents_;       // kSeenOnce, an open directory, or -1 (could not be opened)
+  Dirs grandparents_;  // an open directory, or -1
 };
 
 // Whether one file still has its stamp; a racy input, and still its bytes (read again,
@@ -685,25 +703,34 @@ SettledCheck check_settled(const Settled& s, const std::vector<place::PoolNode>&
   std::atomic<bool> differs{false};
   std::atomic<size_t> first{SIZE_MAX};
   std::atomic<size_t> racy{0};
+  auto note = [&](size_t i) {
+    differs = true;
+    size_t seen = first.load();
+    while (i < seen && !first.compare_exchange_weak(seen, i)) {
+    }
+  };
   auto check = [&](size_t from, size_t to) {
     DirCache dirs;
-    for (size_t i = from; i < to; ++i) {
+    for (size_t i = from; i < std::min(to, nf); ++i) {
       if (stop_at_first && differs.load(std::memory_order_relaxed)) return;
-      bool ok;
-      if (i < nf) {
-        ok = file_holds(s.files[i], dirs, racy);
-        c.file_ok[i] = ok;
-      } else {
-        auto has = store.has_object(s.objects[i - nf]);
-        ok = has.ok() && *has;
-        c.object_ok[i - nf] = ok;
+      c.file_ok[i] = file_holds(s.files[i], dirs, racy);
+      if (!c.file_ok[i]) note(i);
+    }
+    if (to <= nf) return;
+    size_t a = std::max(from, nf) - nf, b = to - nf;
+    if (stop_at_first) {
+      for (size_t k = a; k < b && !differs.load(std::memory_order_relaxed); ++k) {
+        auto has = store.has_object(s.objects[k]);
+        c.object_ok[k] = has.ok() && *has;
+        if (!c.object_ok[k]) note(nf + k);
       }
-      if (!ok) {
-        differs = true;
-        size_t seen = first.load();
-        while (i < seen && !first.compare_exchange_weak(seen, i)) {
-        }
-      }
+      return;
+    }
+    // Every one, as one question to the store.
+    store.has_objects(std::span<const std::string>(s.objects).subspan(a, b - a),
+                      std::span<char>(c.object_ok).subspan(a, b - a));
+    for (size_t k = a; k < b; ++k) {
+      if (!c.object_ok[k]) note(nf + k);
     }
   };
   size_t half = n / 2;

@@ -121,6 +121,25 @@ TEST_P(Contract, MissingObjectIsAbsentNotAnError) {
   EXPECT_TRUE(r->problem.empty());
 }
 
+TEST_P(Contract, ManyObjectsAreAskedAboutAtOnce) {
+  // Present ones in several shards, absent ones beside them, a bad name: each answered
+  // as has_object() would, a bad name as absent.
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    auto name = store_->put_object("object " + std::to_string(i));
+    ASSERT_TRUE(name.ok());
+    names.push_back(*name);
+    names.push_back(object_name_of("never stored " + std::to_string(i)));
+  }
+  names.push_back("../etc/passwd");
+  std::vector<char> present(names.size(), 7);
+  store_->has_objects(names, present);
+  for (size_t i = 0; i + 1 < names.size(); ++i) {
+    EXPECT_EQ(present[i], i % 2 == 0 ? 1 : 0) << names[i];
+  }
+  EXPECT_EQ(present.back(), 0);
+}
+
 TEST_P(Contract, BadNameIsInvalidInput) {
   auto r = store_->get_object("sha256:nope");
   ASSERT_FALSE(r.ok());

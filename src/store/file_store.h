@@ -73,6 +73,9 @@ class FileStore : public ObjectStore {
   // copies otherwise.
   Result<ObjectRead> materialize(std::string_view name, const std::string& dest_path) override;
   Result<bool> has_object(std::string_view name) override;
+  // Each shard directory named is opened once for the call: a stat then walks one
+  // component, the object's own name.
+  void has_objects(std::span<const std::string> names, std::span<char> present) override;
   Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
   Result<std::optional<std::string>> get_row(std::string_view address) override;
   Result<std::vector<std::string>> list_rows(std::string_view prefix) override;

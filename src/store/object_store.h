@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -187,6 +188,15 @@ class ObjectStore {
   // time is older than kRefreshAfter has it refreshed (spec 05 §10), so that a collector
   // spares an object a caller is about to name in a row.
   virtual Result<bool> has_object(std::string_view name) = 0;
+  // has_object() of each of `names`, into `present` (as long): 1 when it exists, 0 when
+  // it does not or the question failed. A backend may answer many at once faster than
+  // one by one; thread-safe as far as has_object() is.
+  virtual void has_objects(std::span<const std::string> names, std::span<char> present) {
+    for (size_t i = 0; i < names.size() && i < present.size(); ++i) {
+      auto has = has_object(names[i]);
+      present[i] = has.ok() && *has;
+    }
+  }
 
   // Publishes `bytes` at `address` unless a row is already there: of any number of
   // concurrent writers (threads or processes) exactly one gets created == true, and
