@@ -158,7 +158,17 @@ Result<void> write_report_file(const std::string& path, std::string_view head, i
 
 }  // namespace
 
+std::string RunOutcome::ordinary_report_json() const {
+  // A dry run's is made only now that it is asked for (publish()).
+  if (report_json.empty() && report) return pipeline::report_json(*report);
+  return report_json;
+}
+
 Result<void> RunOutcome::write_report(int fd) const {
+  if (!settled && report_json.empty() && report) {
+    std::string text = ordinary_report_json();
+    return files::write_all(fd, text.data(), text.size(), "stdout");
+  }
   if (!settled) {
     return files::write_all(fd, report_json.data(), report_json.size(), "stdout");
   }
@@ -264,7 +274,7 @@ Result<void> Session::State::load_graph() {
       if (check->file_ok[i]) present.insert(settled->files[i].path);
     }
   }
-  BERTH_TRY(Graph g, expand(file, [&present](const std::string& p) {
+  BERTH_TRY(Graph g, expand(std::move(file), [&present](const std::string& p) {
               return present.count(p) > 0 || files::exists(p);
             }));
   BERTH_TRY(graph, select_targets(std::move(g), o.targets));
@@ -488,6 +498,9 @@ std::optional<RunOutcome> Session::State::run_settled() {
 }
 
 void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
+  // A dry run's report is neither kept nor stored, and records nothing: its JSON,
+  // megabytes for 10^5 steps, is made only if it is printed (write_report()).
+  if (o.dry_run) return;
   // The steps are written once, a reused step's entry copied as it was recorded; where
   // each entry lies is kept, so the steps a rerun reports are spliced from these.
   EntrySpans spans;

@@ -83,7 +83,7 @@ struct RunOutcome {
   int exit_code = 0;
   std::string worker;  // worker mode: this worker's name
   std::optional<RunReport> report;
-  std::string report_json;  // the ordinary run's report, as JSON
+  std::string report_json;  // the ordinary run's report, as JSON (a dry run: made when written)
   // A settled run: the report is settled_head, the steps file's bytes, kReportTail.
   bool settled = false;
   std::string settled_head;
@@ -93,6 +93,9 @@ struct RunOutcome {
   double elapsed_s = 0;
   // Writes the report's JSON to `fd` (stdout for --format json).
   Result<void> write_report(int fd) const;
+  // An ordinary run's report as JSON: report_json, or, for a dry run (which does not
+  // make it unasked), made now from `report`. Not for a settled run.
+  std::string ordinary_report_json() const;
 };
 
 class Session {
