@@ -67,11 +67,11 @@ struct CompiledStep {
 
 // The values of combination `i` (one per key, in key order): the first key varies
 // slowest, each key's values in the order given (spec 04 §3.1).
-void values_of(const StepTable& t, size_t i, std::vector<const std::string*>& out) {
+void values_of(const StepTable& t, size_t i, std::vector<std::string_view>& out) {
   out.resize(t.keys.size());
   for (size_t k = t.keys.size(); k-- > 0;) {
-    const auto& values = t.values[k];
-    out[k] = &values[i % values.size()];
+    const TextList& values = t.values[k];
+    out[k] = values[i % values.size()];
     i /= values.size();
   }
 }
@@ -85,14 +85,15 @@ std::string origin_text(const StepTable& t, std::string_view expanded) {
 
 // Compiles table `s`. Errors in a template are the same for every combination, so
 // they are found here, once, and named with the first combination's name.
-// `s`'s foreach values are moved into the table: a key may have 10^6 of them.
+// `s`'s foreach values go into the table, and are let go of: a key may have 10^6.
 Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
   auto table = std::make_shared<StepTable>();
   table->where = origin_of(pf, s);
   table->name_template = s.name;
   for (auto& [k, values] : s.foreach) {
     table->keys.push_back(k);
-    table->values.push_back(std::move(values));
+    table->values.emplace_back(values);
+    std::vector<std::string>().swap(values);
   }
   table->outputs = s.outputs;
   for (const std::string& o : s.outputs) {
@@ -110,7 +111,7 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
     if (!name.ok()) return step_error(table->where, "name", name.error());
     c.name = std::move(*name);
   }
-  std::vector<const std::string*> first;
+  std::vector<std::string_view> first;
   values_of(*table, 0, first);
   const std::string first_name = c.name.expand_plain(first);
   const std::string origin = origin_text(*table, first_name);
@@ -180,7 +181,7 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
 // `refs`.
 Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s, const CompiledStep& c,
                         size_t combination, std::string name,
-                        const std::vector<const std::string*>& values, const FileExists& exists,
+                        const std::vector<std::string_view>& values, const FileExists& exists,
                         std::vector<std::pair<std::string, size_t>>& refs) {
   Step st(c.table);
   st.name = std::move(name);
@@ -367,13 +368,24 @@ Result<std::vector<Step>> topological(std::vector<Step> steps, const std::string
 
 }  // namespace
 
+TextList::TextList(const std::vector<std::string>& texts) {
+  size_t size = 0;
+  for (const std::string& t : texts) size += t.size();
+  text_.reserve(size);
+  ends_.reserve(texts.size());
+  for (const std::string& t : texts) {
+    text_ += t;
+    ends_.push_back(text_.size());
+  }
+}
+
 const std::shared_ptr<const StepTable>& Step::empty_table() {
   static const auto* empty = new std::shared_ptr<const StepTable>(std::make_shared<StepTable>());
   return *empty;
 }
 
 std::vector<Word> Step::command() const {
-  std::vector<const std::string*> values;
+  std::vector<std::string_view> values;
   values_of(*table, combination, values);
   std::vector<Word> out;
   out.reserve(table->command.size());
@@ -382,7 +394,7 @@ std::vector<Word> Step::command() const {
 }
 
 std::map<std::string, Word> Step::env() const {
-  std::vector<const std::string*> values;
+  std::vector<std::string_view> values;
   values_of(*table, combination, values);
   std::map<std::string, Word> out;
   for (const auto& [var, t] : table->env) out.emplace_hint(out.end(), var, t.expand(values));
@@ -390,10 +402,10 @@ std::map<std::string, Word> Step::env() const {
 }
 
 std::map<std::string, std::string> Step::bindings() const {
-  std::vector<const std::string*> values;
+  std::vector<std::string_view> values;
   values_of(*table, combination, values);
   std::map<std::string, std::string> out;
-  for (size_t k = 0; k < values.size(); ++k) out.emplace(table->keys[k], *values[k]);
+  for (size_t k = 0; k < values.size(); ++k) out.emplace(table->keys[k], std::string(values[k]));
   return out;
 }
 
@@ -433,7 +445,7 @@ Result<Graph> expand(PipelineFile&& file, const FileExists& exists) {
   }
   steps.reserve(total);
   by_name.reserve(total);
-  std::vector<const std::string*> values;
+  std::vector<std::string_view> values;
   std::vector<std::pair<std::string, size_t>> refs;
   for (StepSpec& s : file.steps) {
     const size_t count = *combinations(s);

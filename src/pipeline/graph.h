@@ -39,6 +39,23 @@ struct Input {
   std::vector<InputItem> items;
 };
 
+// Strings held end to end in one buffer: a foreach key's values, up to 10^6 of them,
+// which as std::strings were 32 bytes each before any of their text.
+class TextList {
+ public:
+  TextList() = default;
+  explicit TextList(const std::vector<std::string>& texts);
+  size_t size() const { return ends_.size(); }
+  std::string_view operator[](size_t i) const {
+    size_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(text_).substr(begin, ends_[i] - begin);
+  }
+
+ private:
+  std::string text_;
+  std::vector<size_t> ends_;  // text i is [ends_[i - 1], ends_[i])
+};
+
 // What every step one [[step]] table expands to has in common, held once for all of
 // them: a table may expand to 10^6 steps (spec 04 §3.1), which then share it rather
 // than each keeping a copy.
@@ -47,7 +64,7 @@ struct StepTable {
   std::string name_template;  // "count-{sample}"
   // The foreach keys, sorted, and each one's values in the order given.
   std::vector<std::string> keys;
-  std::vector<std::vector<std::string>> values;
+  std::vector<TextList> values;
   std::vector<std::string> outputs;              // in the order the file gives
   std::map<std::string, std::string> canonical;  // every output -> its form
   std::map<std::string, Param> params;

@@ -154,23 +154,22 @@ Result<Template> Template::compile(std::string_view text, const std::vector<std:
   return t;
 }
 
-Word Template::expand(const std::vector<const std::string*>& values) const {
+Word Template::expand(const std::vector<std::string_view>& values) const {
   Word w;
   for (const Piece& p : pieces_) {
     if (p.kind != Segment::Kind::kText) {
       w.push_back(Segment{p.kind, p.text});
     } else {
-      append_text(w, p.key >= 0 ? std::string_view(*values[static_cast<size_t>(p.key)])
-                                : std::string_view(p.text));
+      append_text(w, p.key >= 0 ? values[static_cast<size_t>(p.key)] : std::string_view(p.text));
     }
   }
   return w;
 }
 
-std::string Template::expand_plain(const std::vector<const std::string*>& values) const {
+std::string Template::expand_plain(const std::vector<std::string_view>& values) const {
   std::string out;
   for (const Piece& p : pieces_) {
-    out += p.key >= 0 ? *values[static_cast<size_t>(p.key)] : p.text;
+    out += p.key >= 0 ? values[static_cast<size_t>(p.key)] : std::string_view(p.text);
   }
   return out;
 }
@@ -190,11 +189,11 @@ std::vector<std::string> Template::inputs() const {
 
 Result<Word> expand_template(std::string_view text, const Scope& scope) {
   std::vector<std::string> keys;
-  std::vector<const std::string*> values;
+  std::vector<std::string_view> values;
   if (scope.bindings) {
     for (const auto& [k, v] : *scope.bindings) {
       keys.push_back(k);
-      values.push_back(&v);
+      values.push_back(v);
     }
   }
   BERTH_TRY(Template t, Template::compile(text, keys, scope));

@@ -83,9 +83,9 @@ class Template {
 
   // The template with values[k] for keys[k]: what expand_template() gives for a scope
   // binding each key to its value.
-  Word expand(const std::vector<const std::string*>& values) const;
+  Word expand(const std::vector<std::string_view>& values) const;
   // The same for a template compiled without {in.X}/{out.X} in scope: its plain text.
-  std::string expand_plain(const std::vector<const std::string*>& values) const;
+  std::string expand_plain(const std::vector<std::string_view>& values) const;
   // Whether a placeholder names the foreach key keys[k].
   bool uses_key(size_t k) const;
   // Each {in.X} it names, in order, and whether that is all there is to it: the rule

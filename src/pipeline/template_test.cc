@@ -99,7 +99,7 @@ TEST(Template, CompiledOnceExpandsForEachCombination) {
     auto want = expand_template("{sample}:{param.min}{{x}} {cores} {in.text}>{out.counts}.{a}{a}",
                                 bound);
     ASSERT_TRUE(want.ok());
-    EXPECT_EQ(t->expand({&a, &sample}), *want) << a << " " << sample;
+    EXPECT_EQ(t->expand({a, sample}), *want) << a << " " << sample;
   }
   EXPECT_TRUE(t->uses_key(0));
   EXPECT_TRUE(t->uses_key(1));
@@ -109,7 +109,7 @@ TEST(Template, CompiledOnceExpandsForEachCombination) {
   auto plain = Template::compile("s-{a}-{sample}", keys, Scope{});
   ASSERT_TRUE(plain.ok());
   std::string a = "7", sample = "q";
-  EXPECT_EQ(plain->expand_plain({&a, &sample}), "s-7-q");
+  EXPECT_EQ(plain->expand_plain({a, sample}), "s-7-q");
   EXPECT_FALSE(plain->uses_key(2));
 
   auto whole = Template::compile("{in.text}", keys, s);
