@@ -415,7 +415,7 @@ struct RunJob {
     worker = outcome->worker;
     settled = outcome->settled;
     if (!outcome->settled) {
-      report = outcome->report_json;
+      report = outcome->ordinary_report_json();
     } else {
       // A settled run's report is the record's head, the steps file and the tail,
       // written out rather than held: read it back whole.

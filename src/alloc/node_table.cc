@@ -22,32 +22,62 @@ NodeTable::NodeTable(const LocalHost& local, bool keep_fqdn)
 }
 
 std::string NodeTable::short_name(std::string_view name) const {
+  return std::string(short_view(name));
+}
+
+std::string_view NodeTable::short_view(std::string_view name) const {
   size_t dot = name.find('.');
-  if (dot == std::string_view::npos || keep_fqdn_ || str::is_ip_address(name)) {
-    return std::string(name);
-  }
   // A leading dot would leave no name at all; keep such a name whole.
-  if (dot == std::string_view::npos || dot == 0) return std::string(name);
-  return std::string(name.substr(0, dot));
+  if (dot == std::string_view::npos || dot == 0 || keep_fqdn_ || str::is_ip_address(name)) {
+    return name;
+  }
+  return name.substr(0, dot);
 }
 
 bool NodeTable::is_local_name(std::string_view name) const {
   return std::find(local_names_.begin(), local_names_.end(), name) != local_names_.end();
 }
 
-void NodeTable::index_name(const std::string& name, size_t index) {
-  if (!name.empty()) by_name_.emplace(name, index);
+std::string_view NodeTable::NameText::operator()(size_t i) const {
+  const NameRef& r = table->names_[i];
+  const Node& n = table->nodes_[r.node];
+  return r.which == 0 ? std::string_view(n.name) : std::string_view(n.aliases[r.which - 1]);
+}
+
+void NodeTable::reserve(size_t n) {
+  nodes_.reserve(n);
+  names_.reserve(n);
+  by_name_.reserve(n);
+}
+
+void NodeTable::index_name(size_t index, uint32_t which, const NameIndex::Probe* absent) {
+  names_.push_back(NameRef{static_cast<uint32_t>(index), which});
+  std::string_view name = NameText{this}(names_.size() - 1);
+  if (absent) {
+    by_name_.insert(names_.size() - 1, *absent);
+    return;
+  }
+  // The first node a name reaches keeps it.
+  if (name.empty() || by_name_.find(name)) {
+    names_.pop_back();
+    return;
+  }
+  by_name_.insert(names_.size() - 1);
 }
 
 std::optional<size_t> NodeTable::lookup(std::string_view name) const {
-  auto it = by_name_.find(std::string(name));
-  if (it == by_name_.end()) return std::nullopt;
-  return it->second;
+  auto i = by_name_.find(name);
+  if (!i) return std::nullopt;
+  return names_[*i].node;
 }
 
 std::optional<size_t> NodeTable::find(std::string_view name) const {
   if (auto hit = lookup(name)) return hit;
-  std::string shortened = short_name(name);
+  return find_otherwise(name);
+}
+
+std::optional<size_t> NodeTable::find_otherwise(std::string_view name) const {
+  std::string_view shortened = short_view(name);
   bool is_short = shortened.size() == name.size();
   if (!is_short) {
     if (auto hit = lookup(shortened)) return hit;
@@ -60,33 +90,41 @@ std::optional<size_t> NodeTable::find(std::string_view name) const {
   return std::nullopt;
 }
 
-std::pair<size_t, bool> NodeTable::insert(const NodeSpec& spec) {
+std::pair<size_t, bool> NodeTable::insert(NodeSpec spec) {
   // Dedup: the spec's name, its short form and each alias are looked up; the first
   // match is the node. The held entry is authoritative (spec 01 §6): its slots stand.
-  if (auto hit = find(spec.name)) return {*hit, false};
+  // The look-up of the name itself is also where it goes: most names are short and new.
+  NameIndex::Probe probe = by_name_.probe(spec.name);
+  if (probe.found) return {names_[*probe.found].node, false};
+  if (auto hit = find_otherwise(spec.name)) return {*hit, false};
   for (const std::string& a : spec.aliases) {
     if (auto hit = find(a)) return {*hit, false};
   }
 
   Node n;
   n.index = nodes_.size();
-  n.rawname = spec.name;
   n.name = short_name(spec.name);
+  n.rawname = std::move(spec.name);
   n.slots = spec.slots;
   n.slots_max = spec.slots_max;
   n.slots_given = spec.slots_given;
-  n.user = spec.user;
-  n.local = is_local_name(spec.name) || is_local_name(n.name);
+  n.user = std::move(spec.user);
+  n.local = is_local_name(n.rawname) || is_local_name(n.name);
   if (n.rawname != n.name) n.aliases.push_back(n.rawname);
   for (const std::string& a : spec.aliases) {
     if (a != n.name && std::find(n.aliases.begin(), n.aliases.end(), a) == n.aliases.end()) {
       n.aliases.push_back(a);
     }
   }
-  index_name(n.name, n.index);
-  for (const std::string& a : n.aliases) index_name(a, n.index);
+  size_t index = n.index;
+  size_t aliases = n.aliases.size();
   nodes_.push_back(std::move(n));
-  return {nodes_.back().index, true};
+  // Indexed once the node is in place: the index reads each name from the node.
+  const Node& added = nodes_.back();
+  bool probed = !added.name.empty() && added.name == added.rawname;
+  index_name(index, 0, probed ? &probe : nullptr);
+  for (size_t k = 0; k < aliases; ++k) index_name(index, static_cast<uint32_t>(k + 1));
+  return {index, true};
 }
 
 int64_t NodeTable::total_slots() const {

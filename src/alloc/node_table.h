@@ -17,11 +17,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <cstdint>
 #include <vector>
 
 #include "alloc/node.h"
 #include "alloc/source.h"
+#include "util/flat_index.h"
 
 namespace berth::alloc {
 
@@ -31,7 +32,10 @@ class NodeTable {
 
   // Adds `spec`, or finds the node it duplicates. Returns the node's index and whether
   // it was new.
-  std::pair<size_t, bool> insert(const NodeSpec& spec);
+  std::pair<size_t, bool> insert(NodeSpec spec);
+
+  // A hint: `name` is about to be inserted or looked up (node_table.cc).
+  void prefetch(std::string_view name) const { by_name_.prefetch(name); }
 
   // The node reached by `name` (its name, rawname or an alias; the local host's names
   // reach the local node), if any.
@@ -39,6 +43,11 @@ class NodeTable {
 
   const std::vector<Node>& nodes() const { return nodes_; }
   Node& node(size_t index) { return nodes_[index]; }
+  // Room for `n` nodes without growing (an allocation of 10^5 nodes is inserted
+  // whole).
+  void reserve(size_t n);
+  // The nodes, moved out: the table is done with.
+  std::vector<Node> take_nodes() && { return std::move(nodes_); }
 
   // Sum of slots over nodes in state kUp.
   int64_t total_slots() const;
@@ -48,15 +57,33 @@ class NodeTable {
   std::string short_name(std::string_view name) const;
 
  private:
+  std::string_view short_view(std::string_view name) const;
   bool is_local_name(std::string_view name) const;
-  void index_name(const std::string& name, size_t index);
   std::optional<size_t> lookup(std::string_view name) const;
+  // find() past the look-up of `name` itself: its short form, the local host's names.
+  std::optional<size_t> find_otherwise(std::string_view name) const;
+
+  // A name that reaches a node: its name (which 0) or its alias which - 1.
+  struct NameRef {
+    uint32_t node;
+    uint32_t which;
+  };
+  struct NameText {
+    const NodeTable* table;
+    std::string_view operator()(size_t i) const;
+  };
+  using NameIndex = FlatIndex<NameText>;
+  // Indexes name `which` of node `index` unless another node has it; `absent`: a probe
+  // for it that did not find it.
+  void index_name(size_t index, uint32_t which, const NameIndex::Probe* absent = nullptr);
 
   LocalHost local_;
   std::vector<std::string> local_names_;  // every name of the local host
   bool keep_fqdn_;
   std::vector<Node> nodes_;
-  std::unordered_map<std::string, size_t> by_name_;  // every name and alias -> index
+  // Every name and alias -> its node, each held once, in the nodes themselves.
+  std::vector<NameRef> names_;
+  NameIndex by_name_{NameText{this}};
 };
 
 }  // namespace berth::alloc

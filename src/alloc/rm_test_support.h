@@ -51,7 +51,7 @@ class ScratchDir {
 struct Inputs {
   Env env;
   Options options;
-  LocalHost local{"here", {}, 1};
+  LocalHost local{"here", {}, 1, {}};
   Input input() const { return Input{env, options, local}; }
 };
 

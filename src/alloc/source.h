@@ -11,6 +11,7 @@
 // Flux > LSF > Slurm > hosts.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,7 +42,11 @@ struct Options {
 struct LocalHost {
   std::string hostname;               // gethostname(), possibly an FQDN
   std::vector<std::string> aliases;   // other names: "localhost", its addresses
-  int64_t usable_cores = 1;           // physical cores in berth's affinity
+  int64_t usable_cores = 1;           // physical cores in berth's affinity, unless:
+  // Counts them when asked, instead: reading the topology takes milliseconds, and only
+  // the hosts source ever asks (a Slurm allocation of 10^5 nodes does not).
+  std::function<int64_t()> count_cores;
+  int64_t cores() const { return count_cores ? count_cores() : usable_cores; }
 };
 
 struct Input {

@@ -93,7 +93,7 @@ Result<std::vector<NodeSpec>> from_dash_host(const Input& in) {
       if (fresh) {
         NodeSpec s;
         s.name = std::move(t.name);
-        s.slots = t.slots_star ? std::max<int64_t>(1, in.local.usable_cores) : t.slots;
+        s.slots = t.slots_star ? std::max<int64_t>(1, in.local.cores()) : t.slots;
         s.slots_given = !t.slots_star && t.slots_explicit;
         nodes.push_back(std::move(s));
         star.push_back(t.slots_star);
@@ -166,7 +166,7 @@ SourceResult discover_hosts(const Input& in) {
   // so a later layer may re-size it and nothing mistakes it for the user's count.
   NodeSpec local;
   local.name = in.local.hostname.empty() ? std::string("localhost") : in.local.hostname;
-  local.slots = std::max<int64_t>(1, in.local.usable_cores);
+  local.slots = std::max<int64_t>(1, in.local.cores());
   local.slots_given = false;
   return found({std::move(local)});
 }

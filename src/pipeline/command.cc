@@ -89,15 +89,16 @@ std::string shell_quote(std::string_view s) {
 Result<RenderedCommand> render_command(const Step& step, const StagedPaths& paths) {
   RenderedCommand rc;
   rc.shell = step.shell;
+  const std::vector<Word> command = step.command();
   if (step.shell) {
-    if (step.command.size() != 1) {
+    if (command.size() != 1) {
       return fail(Errc::kInternal, fmt::format("step '{}': a run step has one script", step.name));
     }
     BERTH_TRY(std::vector<std::string> script,
-              render_word(step, step.command[0], paths, Mode::kShell));
+              render_word(step, command[0], paths, Mode::kShell));
     rc.argv = {"sh", "-c", std::move(script[0])};
   } else {
-    for (const Word& w : step.command) {
+    for (const Word& w : command) {
       BERTH_TRY(std::vector<std::string> words, render_word(step, w, paths, Mode::kArgv));
       for (std::string& word : words) rc.argv.push_back(std::move(word));
     }
@@ -107,16 +108,18 @@ Result<RenderedCommand> render_command(const Step& step, const StagedPaths& path
           fmt::format("step '{}': cmd renders to no words (an empty list input?)", step.name));
     }
   }
-  for (const auto& [name, value] : step.env) {
+  for (const auto& [name, value] : step.env()) {
     BERTH_TRY(std::vector<std::string> v, render_word(step, value, paths, Mode::kEnv));
     rc.env.emplace(name, std::move(v[0]));
   }
   return rc;
 }
 
-std::string describe_command(const Step& step) {
+std::string describe_command(const Step& step) { return describe_command(step.command()); }
+
+std::string describe_command(const std::vector<Word>& command) {
   std::vector<std::string> words;
-  for (const Word& w : step.command) {
+  for (const Word& w : command) {
     std::string out;
     for (const Segment& s : w) {
       switch (s.kind) {

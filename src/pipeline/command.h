@@ -45,5 +45,7 @@ std::string shell_quote(std::string_view s);
 // The command as the file wrote it after expansion, {in.X}/{out.X} left as
 // placeholders and a cmd's words joined by spaces: for --dry-run and provenance.
 std::string describe_command(const Step& step);
+// The same for a command already expanded (Step::command()).
+std::string describe_command(const std::vector<Word>& command);
 
 }  // namespace berth::pipeline

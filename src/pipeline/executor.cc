@@ -10,14 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
-#include <unordered_map>
 
 #include "pipeline/command.h"
 #include "pipeline/explain.h"
@@ -27,6 +26,7 @@
 #include "pipeline/staging.h"
 #include "pipeline/step_cache.h"
 #include "util/files.h"
+#include "util/flat_index.h"
 #include "util/sha256.h"
 #include "util/idset.h"
 #include "util/strings.h"
@@ -34,7 +34,6 @@
 namespace berth::pipeline {
 namespace {
 
-using json = nlohmann::ordered_json;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 // The SHA-256 of a file, streamed: inputs may be large.
@@ -78,6 +77,28 @@ place::Request request_of(const Step& s) {
 
 std::string short_hash(std::string_view text) { return sha256_hex(text).substr(0, 16); }
 
+// The `n` bytes that `hex` (2 n lower-case hex digits) spells, into `out`; false when
+// it is anything else.
+bool hex_bytes(std::string_view hex, char* out, size_t n) {
+  // A table, not branches: the digits of a hash are as random as can be.
+  static constexpr std::array<int8_t, 256> kDigit = [] {
+    std::array<int8_t, 256> t{};
+    t.fill(-1);
+    for (int c = '0'; c <= '9'; ++c) t[static_cast<size_t>(c)] = static_cast<int8_t>(c - '0');
+    for (int c = 'a'; c <= 'f'; ++c) t[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'a' + 10);
+    return t;
+  }();
+  if (hex.size() != 2 * n) return false;
+  int bad = 0;
+  for (size_t k = 0; k < n; ++k) {
+    int hi = kDigit[static_cast<unsigned char>(hex[2 * k])];
+    int lo = kDigit[static_cast<unsigned char>(hex[2 * k + 1])];
+    bad |= hi | lo;  // negative when either is not a digit
+    out[k] = static_cast<char>(hi * 16 + lo);
+  }
+  return bad >= 0;
+}
+
 class Executor {
  public:
   Executor(const Graph& g, store::ObjectStore& s, place::Pool& p, const Env& parent,
@@ -96,9 +117,9 @@ class Executor {
  private:
   Result<void> read_tool_versions();
   Result<void> check_fits();
-  // The step's key from its inputs' hashes, and what it was computed from (basis);
-  // fails for an unreadable input.
-  Result<std::string> key_for(size_t i, json* basis);
+  // The step's key from its inputs' hashes, and what it was computed from (basis,
+  // StepRecord::basis); fails for an unreadable input.
+  Result<std::string> key_for(size_t i, std::string* basis);
   // A cached result (StepCache::lookup), what it saw kept for a settled record.
   std::optional<StepRecord> try_cached(size_t i);
   // Finishes step i from the settled record's entry when RunOptions::reuse allows.
@@ -184,13 +205,33 @@ class Executor {
     StepRecord last;
   };
   std::vector<Retry> retrying_;
-  std::vector<std::string> keys_;
+  // Each step's key as the 32 bytes its 64 hex digits spell, flat: step i's at
+  // [32 i, 32 i + 32) of one buffer (10^6 steps: 32 MB, not 10^6 strings); keyed_[i]
+  // once it is keyed. The report holds each key as text too.
+  static constexpr size_t kDigestBytes = 32;
+  std::string digests_;
+  std::vector<char> keyed_;
+  // Step i's key's bytes ("" until keyed): what equal keys are found by.
+  std::string_view digest(size_t i) const {
+    return keyed_[i] ? std::string_view(digests_).substr(kDigestBytes * i, kDigestBytes)
+                     : std::string_view();
+  }
+  // Step i's key, 64 hex digits ("" until keyed).
+  std::string key(size_t i) const {
+    return keyed_[i] ? to_hex(digests_.data() + kDigestBytes * i, kDigestBytes) : std::string();
+  }
   std::vector<std::optional<unsigned>> claims_;  // lease generation this worker holds
   std::map<size_t, SteadyTime> renewals_;        // when each held claim is next extended
   size_t twins_waiting_ = 0;                     // steps waiting for an equal key's result
   std::vector<char> running_flag_;
   // Equal keys: the step computing each key in this run, and the steps waiting on it.
-  std::unordered_map<std::string, size_t> primaries_;
+  // By digest(i), which stays as it is while step i is here: a flat index of steps,
+  // not a map of 10^6 copies of their keys.
+  struct KeyOf {
+    const Executor* e;
+    std::string_view operator()(size_t i) const { return e->digest(i); }
+  };
+  FlatIndex<KeyOf> primaries_{KeyOf{this}};
   std::map<size_t, std::vector<size_t>> twins_;
   size_t running_ = 0;
   size_t max_running_ = 0;
@@ -254,15 +295,19 @@ Result<void> Executor::check_fits() {
   return Ok{};
 }
 
-Result<std::string> Executor::key_for(size_t i, json* basis) {
+Result<std::string> Executor::key_for(size_t i, std::string* basis) {
   const Step& s = g_.steps[i];
   std::vector<FileStamp> stamps;
   InputHashes hashes;
   InputHashes shape;  // the same inputs with no hashes: for the recipe
-  json jin = json::object();
+  // The basis's "inputs": {"name":[["text","form sha256:..."],...],...}, written as
+  // nlohmann would dump it, straight into text.
+  std::string jin = "{";
   for (const auto& [name, input] : s.inputs) {
     auto& list = hashes[name];
-    json items = json::array();
+    if (jin.size() > 1) jin += ',';
+    str::append_json_string(jin, name);
+    jin += ":[";
     for (const InputItem& item : input.items) {
       shape[name].push_back({"bytes", ""});
       if (item.kind == InputItem::Kind::kFile) {
@@ -313,25 +358,48 @@ Result<std::string> Executor::key_for(size_t i, json* basis) {
         }
         list.push_back({it->second.form, it->second.canonical});
       }
-      items.push_back(json::array({item.text, list.back().tagged()}));
+      if (jin.back() != '[') jin += ',';
+      jin += '[';
+      str::append_json_string(jin, item.text);
+      jin += ',';
+      str::append_json_string(jin, list.back().tagged());
+      jin += ']';
     }
-    jin[name] = std::move(items);
+    jin += ']';
   }
+  jin += '}';
   ToolVersions no_versions;
-  json jtools = json::object();
+  std::string jtools = "{";
   for (const auto& t : s.tools) {
     no_versions[t] = "";
     auto v = tools_.find(t);
-    jtools[t] = short_hash(v == tools_.end() ? "" : v->second);
+    if (jtools.size() > 1) jtools += ',';
+    str::append_json_string(jtools, t);
+    jtools += ':';
+    str::append_json_string(jtools, short_hash(v == tools_.end() ? "" : v->second));
   }
-  BERTH_TRY(std::string key, key_of(s, hashes, tools_));
+  jtools += '}';
+  const StepText text(s);
+  BERTH_TRY(std::string key, key_of(s, text, hashes, tools_));
   if (basis) {
-    BERTH_TRY(std::string recipe, key_of(s, shape, no_versions));
-    json b;
-    b["command"] = describe_command(s);
-    b["recipe"] = recipe.substr(0, 16);
-    b["inputs"] = std::move(jin);
-    b["tools"] = std::move(jtools);
+    BERTH_TRY(std::string recipe, key_of(s, text, shape, no_versions));
+    // {"command":…,"recipe":…,"inputs":…,"tools":…}, as nlohmann dumps an ordered_json;
+    // allocated once, at its size: a run keeps one per step.
+    std::string command;
+    str::append_json_string(command, describe_command(text.command));
+    std::string recipe_text;
+    str::append_json_string(recipe_text, std::string_view(recipe).substr(0, 16));
+    constexpr std::string_view kParts[] = {"{\"command\":", ",\"recipe\":", ",\"inputs\":",
+                                           ",\"tools\":", "}"};
+    const std::string_view values[] = {command, recipe_text, jin, jtools, ""};
+    std::string b;
+    size_t size = 0;
+    for (size_t k = 0; k < std::size(kParts); ++k) size += kParts[k].size() + values[k].size();
+    b.reserve(size);
+    for (size_t k = 0; k < std::size(kParts); ++k) {
+      b += kParts[k];
+      b += values[k];
+    }
     *basis = std::move(b);
   }
   input_stamps_[i] = std::move(stamps);
@@ -340,7 +408,8 @@ Result<std::string> Executor::key_for(size_t i, json* basis) {
 
 std::optional<StepRecord> Executor::try_cached(size_t i) {
   StepCache::Seen seen;
-  auto r = cache_.lookup(g_.steps[i], keys_[i], !o_.dry_run, report_.problems,
+  // The record holds the key as a string already (prepare() keyed it).
+  auto r = cache_.lookup(g_.steps[i], report_.steps[i].key, !o_.dry_run, report_.problems,
                          o_.record_settled ? &seen : nullptr);
   if (r && o_.record_settled) {
     for (auto& o : seen.objects) facts_[i].objects.push_back(std::move(o));
@@ -492,8 +561,8 @@ void Executor::finish_step(size_t i, StepRecord rec) {
 void Executor::prepare(size_t i) {
   StepRecord& rec = report_.steps[i];
   if (rec.state != StepState::kPending) return;
-  if (o_.reuse && keys_[i].empty() && try_reuse(i)) return;
-  if (keys_[i].empty()) {
+  if (o_.reuse && !keyed_[i] && try_reuse(i)) return;
+  if (!keyed_[i]) {
     // A step it reads from may have been reused: its outputs come from its entry.
     for (size_t dep : g_.steps[i].deps) {
       if (ensure_outputs(dep)) continue;
@@ -508,8 +577,8 @@ void Executor::prepare(size_t i) {
       return;
     }
   }
-  if (keys_[i].empty() || rec.basis.is_null()) {
-    json basis;
+  if (!keyed_[i] || rec.basis.empty()) {
+    std::string basis;
     auto key = key_for(i, &basis);
     if (!key.ok()) {
       StepRecord r = rec;
@@ -518,8 +587,19 @@ void Executor::prepare(size_t i) {
       finish_step(i, std::move(r));
       return;
     }
-    keys_[i] = *key;
-    rec.key = *key;
+    char bytes[kDigestBytes];
+    if (!hex_bytes(*key, bytes, kDigestBytes)) {
+      StepRecord r = rec;
+      r.state = StepState::kFailed;
+      r.reason = fmt::format("internal error: a key that is not {} hex digits: {}",
+                             2 * kDigestBytes, *key);
+      finish_step(i, std::move(r));
+      return;
+    }
+    if (keyed_[i]) primaries_.erase(i);  // indexed by its old key, if at all
+    digests_.replace(kDigestBytes * i, kDigestBytes, bytes, kDigestBytes);
+    keyed_[i] = 1;
+    rec.key = std::move(*key);
     rec.basis = std::move(basis);
   }
   if (auto cached = try_cached(i)) {
@@ -529,10 +609,10 @@ void Executor::prepare(size_t i) {
   }
   // Steps of one run with equal keys are one computation (spec 04 §7): the first is
   // run, the others wait for it and take its result.
-  auto primary = primaries_.find(keys_[i]);
-  if (primary != primaries_.end() && primary->second != i) {
-    const std::string& first = g_.steps[primary->second].name;
-    twins_[primary->second].push_back(i);
+  auto primary = primaries_.find(digest(i));
+  if (primary && *primary != i) {
+    const std::string& first = g_.steps[*primary].name;
+    twins_[*primary].push_back(i);
     if (!o_.dry_run) ++twins_waiting_;
     if (o_.dry_run) {
       set_state(i, StepState::kSkipped);
@@ -542,11 +622,11 @@ void Executor::prepare(size_t i) {
     }
     return;
   }
-  primaries_[keys_[i]] = i;
+  if (!primary) primaries_.insert(i);
   if (o_.dry_run) {
     // Dependents stay pending: their inputs are not known until this runs.
     set_state(i, StepState::kSkipped);
-    rec.reason = "would run: " + explainer_.why(g_.steps[i].name, rec.basis);
+    rec.reason = fmt::format("would run: {}", explainer_.why(g_.steps[i].name, rec.basis));
     return;
   }
   rec.reason = explainer_.why(g_.steps[i].name, rec.basis);
@@ -556,7 +636,7 @@ void Executor::prepare(size_t i) {
 
 bool Executor::claim(size_t i) {
   StepRecord& rec = report_.steps[i];
-  auto c = o_.leases->acquire(keys_[i]);
+  auto c = o_.leases->acquire(key(i));
   if (!c.ok()) {
     // The lease only saves work: a store that cannot take one costs duplicates, not
     // the run (spec 06).
@@ -642,7 +722,7 @@ void Executor::start(size_t i, place::Grant grant) {
   ++running_;
   max_running_ = std::max(max_running_, running_);
   StepRecord& rec = report_.steps[i];
-  rec.key = keys_[i];
+  rec.key = key(i);
   // Every node the step runs on, not only the first (a two-node MPI step is on both).
   const place::Placement& p = grant.placement;
   rec.node = p.nodes.empty() ? o_.host : str::join(p.nodes, ",");
@@ -652,7 +732,7 @@ void Executor::start(size_t i, place::Grant grant) {
   StepTask t;
   t.step = i;
   t.spec = &g_.steps[i];
-  t.key = keys_[i];
+  t.key = key(i);
   t.grant = grant.id;
   t.placement = std::move(grant.placement);
   t.record = rec;
@@ -691,8 +771,7 @@ void Executor::start(size_t i, place::Grant grant) {
 }
 
 void Executor::finish_twins(size_t i, StepState st) {
-  auto p = primaries_.find(keys_[i]);
-  if (p != primaries_.end() && p->second == i) primaries_.erase(p);
+  if (auto p = primaries_.find(digest(i)); p && *p == i) primaries_.erase(i);
   auto t = twins_.find(i);
   if (t == twins_.end()) return;
   std::vector<size_t> waiting = std::move(t->second);
@@ -709,7 +788,7 @@ void Executor::finish_twins(size_t i, StepState st) {
     // Its result is the first's: reported as cached from it, no divergence.
     StepRecord r;
     r.name = report_.steps[j].name;
-    r.key = keys_[j];
+    r.key = key(j);
     r.basis = std::move(report_.steps[j].basis);
     r.outputs = first.outputs;
     r.node = first.node;
@@ -764,7 +843,7 @@ void Executor::requeue_retries() {
       // No more attempts: it ends as its last one did.
       StepRecord last = std::move(r.last);
       retrying_.erase(retrying_.begin() + static_cast<std::ptrdiff_t>(k));
-      if (claims_[i] && o_.leases && o_.leases->release(keys_[i], *claims_[i]).ok()) {
+      if (claims_[i] && o_.leases && o_.leases->release(key(i), *claims_[i]).ok()) {
         ++report_.leases.released;
       }
       unclaimed(i);
@@ -795,7 +874,7 @@ void Executor::renew_leases() {
     if (at <= now) due.push_back(i);
   }
   for (size_t i : due) {
-    auto c = o_.leases->extend(keys_[i]);
+    auto c = o_.leases->extend(key(i));
     if (!c.ok()) {
       // The store is down for now: try again in a quarter lease, well inside the half
       // left before the deadline.
@@ -953,15 +1032,19 @@ Result<RunReport> Executor::run() {
   report_.steps.resize(n);
   waiting_.assign(n, 0);
   dependents_.assign(n, {});
-  keys_.assign(n, "");
+  digests_.assign(kDigestBytes * n, '\0');
+  primaries_.reserve(n);
+  keyed_.assign(n, 0);
   claims_.assign(n, std::nullopt);
   attempts_.assign(n, 0);
   running_flag_.assign(n, 0);
   released_early_.assign(n, 0);
   input_stamps_.assign(n, {});
   facts_.assign(o_.record_settled ? n : 0, {});
-  reused_from_.assign(n, -1);
-  fingerprints_.assign(n, {});
+  // Only reuse and the settled record read these: a dry run of 10^6 steps keeps none.
+  const bool settling = o_.reuse || o_.record_settled;
+  reused_from_.assign(settling ? n : 0, -1);
+  fingerprints_.assign(settling ? n : 0, {});
   if (o_.reuse) {
     report_.recorded = o_.reuse->steps;
   }
@@ -1097,7 +1180,9 @@ Result<RunReport> Executor::run() {
       }
       if (!ok && claims_[d.step] && o_.leases) {
         // A failed or interrupted step hands its key back: another worker may do it.
-        if (o_.leases->release(keys_[d.step], *claims_[d.step]).ok()) ++report_.leases.released;
+        if (o_.leases->release(key(d.step), *claims_[d.step]).ok()) {
+          ++report_.leases.released;
+        }
       }
       unclaimed(d.step);
       if (o_.record_settled && ok) {

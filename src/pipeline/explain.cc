@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <vector>
 
 #include "util/strings.h"
@@ -11,7 +13,7 @@ namespace berth::pipeline {
 
 using json = nlohmann::ordered_json;
 
-std::string Explainer::why(const std::string& step, const json& b) {
+std::string Explainer::why(const std::string& step, std::string_view basis) {
   // The first few steps to explain are looked up one by one; past that, or for one the
   // quick look-up does not find, the previous report is parsed once, whole.
   constexpr int kQuickLookups = 16;
@@ -28,7 +30,8 @@ std::string Explainer::why(const std::string& step, const json& b) {
   auto prev = previous.find(step);
   if (!quick && prev == previous.end()) return "new: no earlier run of this step is recorded here";
   json a = json::parse(quick ? *quick : prev->second, nullptr, false);
-  if (a.is_discarded() || !a.is_object() || b.is_discarded()) {
+  json b = json::parse(basis, nullptr, false);
+  if (a.is_discarded() || !a.is_object() || b.is_discarded() || !b.is_object()) {
     return "new: the earlier run's record of this step is unreadable";
   }
   std::vector<std::string> why;

@@ -9,9 +9,9 @@
 
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace berth::pipeline {
 
@@ -28,7 +28,9 @@ class Explainer {
   explicit Explainer(PreviousBases previous) : previous_(std::move(previous)) {}
   // "new: …", "its command changed", "input 'x' changed (data/a.txt)", "tool 'v'
   // changed", or "its result is not in the store …" when nothing recorded differs.
-  std::string why(const std::string& step, const nlohmann::ordered_json& basis);
+  // `basis` is StepRecord::basis, JSON text; it is parsed only when there is an
+  // earlier one to compare it with.
+  std::string why(const std::string& step, std::string_view basis);
 
  private:
   PreviousBases previous_;

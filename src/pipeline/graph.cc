@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <queue>
 #include <set>
 #include <unordered_map>
 
+#include "util/flat_index.h"
 #include "util/strings.h"
 
 namespace berth::pipeline {
@@ -17,14 +17,9 @@ std::string where(const PipelineFile& pf, SourcePos p) {
   return p.line ? fmt::format("{}:{}:{}", pf.path, p.line, p.column) : pf.path;
 }
 
-// "p.toml:9:1: step 'count-{sample}'", plus " ('count-a')" once the name is expanded
-// and differs from its template.
-std::string origin_of(const PipelineFile& pf, const StepSpec& s, const std::string& expanded) {
-  std::string o = fmt::format("{}: step '{}'", where(pf, s.pos), str::printable(s.name));
-  if (!expanded.empty() && expanded != s.name) {
-    o += fmt::format(" ('{}')", str::printable(expanded));
-  }
-  return o;
+// "p.toml:9:1: step 'count-{sample}'": the table, by its name template.
+std::string origin_of(const PipelineFile& pf, const StepSpec& s) {
+  return fmt::format("{}: step '{}'", where(pf, s.pos), str::printable(s.name));
 }
 
 Failure step_error(const std::string& origin, std::string_view key, const Error& e) {
@@ -41,18 +36,6 @@ std::optional<size_t> combinations(const StepSpec& s) {
   return n;
 }
 
-// The foreach bindings of combination `i`: keys sorted, the first key varying slowest
-// and each key's values in the order given (spec 04 §3.1).
-std::map<std::string, std::string> bindings_of(const StepSpec& s, size_t i) {
-  std::map<std::string, std::string> b;
-  for (auto it = s.foreach.rbegin(); it != s.foreach.rend(); ++it) {
-    const auto& values = it->second;
-    b.emplace(it->first, values[i % values.size()]);
-    i /= values.size();
-  }
-  return b;
-}
-
 std::string join_path(const std::string& dir, const std::string& p) {
   if (!p.empty() && p.front() == '/') return p;
   if (dir == ".") return p;
@@ -67,32 +50,143 @@ struct PendingRef {
   size_t item;
 };
 
-Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s,
-                        std::map<std::string, std::string> bindings, const FileExists& exists,
-                        std::vector<std::pair<std::string, size_t>>& refs) {
-  Step st;
-  st.spec = s.index;
-  st.bindings = std::move(bindings);
-  Scope names;
-  names.bindings = &st.bindings;
-  const std::string tmpl_origin = origin_of(pf, s, "");
-  {
-    auto name = expand_plain(s.name, names);
-    if (!name.ok()) return step_error(tmpl_origin, "name", name.error());
-    st.name = std::move(*name);
+// One [[step]] table, compiled once: its shared part (StepTable) and every template,
+// checked against what may be named where (spec 04 §3.2), ready to expand once per
+// foreach combination.
+struct CompiledStep {
+  std::shared_ptr<const StepTable> table;
+  Template name;
+  struct InputTemplates {
+    std::string name;
+    bool is_list = false;
+    std::vector<std::string> written;  // as the file wrote each item, for messages
+    std::vector<Template> items;
+  };
+  std::vector<InputTemplates> inputs;  // sorted by name
+};
+
+// The values of combination `i` (one per key, in key order): the first key varies
+// slowest, each key's values in the order given (spec 04 §3.1).
+void values_of(const StepTable& t, size_t i, std::vector<std::string_view>& out) {
+  out.resize(t.keys.size());
+  for (size_t k = t.keys.size(); k-- > 0;) {
+    const TextList& values = t.values[k];
+    out[k] = values[i % values.size()];
+    i /= values.size();
   }
-  st.origin = origin_of(pf, s, st.name);
-  if (auto problem = step_name_problem(st.name)) {
-    return fail(Errc::kInvalidInput, fmt::format("{}: name: {}", st.origin, *problem));
+}
+
+// "p.toml:9:1: step 'count-{sample}'", plus " ('count-a')" when `expanded` differs
+// from the template.
+std::string origin_text(const StepTable& t, std::string_view expanded) {
+  if (expanded.empty() || expanded == t.name_template) return t.where;
+  return fmt::format("{} ('{}')", t.where, str::printable(expanded));
+}
+
+// Compiles table `s`. Errors in a template are the same for every combination, so
+// they are found here, once, and named with the first combination's name.
+// `s`'s foreach values go into the table, and are let go of: a key may have 10^6.
+Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
+  auto table = std::make_shared<StepTable>();
+  table->where = origin_of(pf, s);
+  table->name_template = s.name;
+  for (auto& [k, values] : s.foreach) {
+    table->keys.push_back(k);
+    table->values.emplace_back(values);
+    std::vector<std::string>().swap(values);
   }
-  st.params = s.params;
-  st.outputs = s.outputs;
-  for (const std::string& o : st.outputs) {
+  table->outputs = s.outputs;
+  for (const std::string& o : s.outputs) {
     auto it = s.canonical.find(o);
-    st.canonical[o] = it == s.canonical.end() ? "bytes" : it->second;
+    table->canonical[o] = it == s.canonical.end() ? "bytes" : it->second;
   }
-  st.tools = s.tools;
-  std::sort(st.tools.begin(), st.tools.end());
+  table->params = s.params;
+  table->tools = s.tools;
+  std::sort(table->tools.begin(), table->tools.end());
+
+  CompiledStep c;
+  Scope names;  // a name may use foreach keys only
+  {
+    auto name = Template::compile(s.name, table->keys, names);
+    if (!name.ok()) return step_error(table->where, "name", name.error());
+    c.name = std::move(*name);
+  }
+  std::vector<std::string_view> first;
+  values_of(*table, 0, first);
+  const std::string first_name = c.name.expand_plain(first);
+  const std::string origin = origin_text(*table, first_name);
+  if (auto problem = step_name_problem(first_name)) {
+    return fail(Errc::kInvalidInput, fmt::format("{}: name: {}", origin, *problem));
+  }
+
+  // Input paths may use foreach keys and params; never resources or other paths.
+  Scope paths;
+  paths.params = &table->params;
+  std::set<std::string> input_names;
+  for (const auto& [name, spec] : s.inputs) {
+    CompiledStep::InputTemplates in;
+    in.name = name;
+    in.is_list = spec.is_list;
+    for (const std::string& v : spec.values) {
+      auto t = Template::compile(v, table->keys, paths);
+      if (!t.ok()) return step_error(origin, "inputs." + name, t.error());
+      in.written.push_back(v);
+      in.items.push_back(std::move(*t));
+    }
+    input_names.insert(name);
+    c.inputs.push_back(std::move(in));
+  }
+
+  std::set<std::string> output_names(s.outputs.begin(), s.outputs.end());
+  Scope full = paths;
+  full.inputs = &input_names;
+  full.outputs = &output_names;
+  full.cores = s.cores;
+  full.gpus = s.gpus;
+  full.tasks = s.tasks;
+  full.nodes = s.nodes;
+  if (s.run) {
+    auto w = Template::compile(*s.run, table->keys, full);
+    if (!w.ok()) return step_error(origin, "run", w.error());
+    table->command.push_back(std::move(*w));
+  } else {
+    for (size_t i = 0; i < s.cmd->size(); ++i) {
+      std::string key = fmt::format("cmd[{}]", i);
+      auto w = Template::compile((*s.cmd)[i], table->keys, full);
+      if (!w.ok()) return step_error(origin, key, w.error());
+      // A list becomes one argv word per path, which only has a meaning when the
+      // placeholder is the whole word (spec 04 §3.3).
+      for (const std::string& input : w->inputs()) {
+        if (s.inputs.at(input).is_list && !w->only_one_piece()) {
+          return fail(Errc::kInvalidInput,
+                      fmt::format("{}: {}: list input {{in.{}}} must be a whole argv word",
+                                  origin, key, input));
+        }
+      }
+      table->command.push_back(std::move(*w));
+    }
+  }
+  for (const auto& [var, value] : s.env) {
+    auto w = Template::compile(value, table->keys, full);
+    if (!w.ok()) return step_error(origin, "env." + var, w.error());
+    table->env.emplace_back(var, std::move(*w));
+  }
+  c.table = std::move(table);
+  return c;
+}
+
+// Step `combination` of table `c`, its name already expanded and checked: its
+// resources and inputs (file inputs checked to exist). Its command and env are the
+// table's, expanded when asked for. "@step/output" references are left for later, in
+// `refs`.
+Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s, const CompiledStep& c,
+                        size_t combination, std::string name,
+                        const std::vector<std::string_view>& values, const FileExists& exists,
+                        std::vector<std::pair<std::string, size_t>>& refs) {
+  Step st(c.table);
+  st.name = std::move(name);
+  st.spec = s.index;
+  st.combination = static_cast<uint32_t>(combination);
   st.cores = s.cores;
   st.gpus = s.gpus;
   st.tasks = s.tasks;
@@ -101,87 +195,51 @@ Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s,
   st.mpi = s.mpi;
   st.retries = s.retries;
   st.timeout = s.timeout;
-
-  // Input paths may use foreach keys and params; never resources or other paths.
-  Scope paths = names;
-  paths.params = &st.params;
-  std::set<std::string> input_names;
-  for (const auto& [name, spec] : s.inputs) {
+  for (const CompiledStep::InputTemplates& t : c.inputs) {
     Input in;
-    in.name = name;
-    in.is_list = spec.is_list;
-    std::string key = "inputs." + name;
-    for (const std::string& v : spec.values) {
-      auto text = expand_plain(v, paths);
-      if (!text.ok()) return step_error(st.origin, key, text.error());
+    in.name = t.name;
+    in.is_list = t.is_list;
+    in.items.reserve(t.items.size());
+    for (size_t k = 0; k < t.items.size(); ++k) {
       InputItem item;
-      item.text = std::move(*text);
+      item.text = t.items[k].expand_plain(values);
       if (item.text.empty()) {
-        return fail(Errc::kInvalidInput, fmt::format("{}: {}: '{}' expands to an empty path",
-                                                     st.origin, key, str::printable(v)));
+        return fail(Errc::kInvalidInput,
+                    fmt::format("{}: inputs.{}: '{}' expands to an empty path", st.origin(),
+                                t.name, str::printable(t.written[k])));
       }
       if (item.text.front() == '@') {
         item.kind = InputItem::Kind::kStepOutput;
-        refs.emplace_back(name, in.items.size());
+        refs.emplace_back(t.name, in.items.size());
       } else {
         item.kind = InputItem::Kind::kFile;
         item.path = join_path(pf.dir, item.text);
         // Checked now, so that a typo fails the run before any step has started.
         if (!exists(item.path)) {
-          return fail(Errc::kNotFound, fmt::format("{}: {}: input file {} does not exist",
-                                                   st.origin, key, str::printable(item.path, 200)));
+          return fail(Errc::kNotFound,
+                      fmt::format("{}: inputs.{}: input file {} does not exist", st.origin(),
+                                  t.name, str::printable(item.path, 200)));
         }
       }
       in.items.push_back(std::move(item));
     }
-    input_names.insert(name);
-    st.inputs.emplace(name, std::move(in));
+    st.inputs.emplace_hint(st.inputs.end(), t.name, std::move(in));
   }
-
-  std::set<std::string> output_names(st.outputs.begin(), st.outputs.end());
-  Scope full = paths;
-  full.inputs = &input_names;
-  full.outputs = &output_names;
-  full.cores = st.cores;
-  full.gpus = st.gpus;
-  full.tasks = st.tasks;
-  full.nodes = st.nodes;
-  if (s.run) {
-    st.shell = true;
-    auto w = expand_template(*s.run, full);
-    if (!w.ok()) return step_error(st.origin, "run", w.error());
-    st.command.push_back(std::move(*w));
-  } else {
-    for (size_t i = 0; i < s.cmd->size(); ++i) {
-      std::string key = fmt::format("cmd[{}]", i);
-      auto w = expand_template((*s.cmd)[i], full);
-      if (!w.ok()) return step_error(st.origin, key, w.error());
-      // A list becomes one argv word per path, which only has a meaning when the
-      // placeholder is the whole word (spec 04 §3.3).
-      for (const Segment& seg : *w) {
-        if (seg.kind == Segment::Kind::kInput && st.inputs.at(seg.value).is_list &&
-            w->size() != 1) {
-          return fail(Errc::kInvalidInput,
-                      fmt::format("{}: {}: list input {{in.{}}} must be a whole argv word",
-                                  st.origin, key, seg.value));
-        }
-      }
-      st.command.push_back(std::move(*w));
-    }
-  }
-  for (const auto& [var, value] : s.env) {
-    auto w = expand_template(value, full);
-    if (!w.ok()) return step_error(st.origin, "env." + var, w.error());
-    st.env.emplace(var, std::move(*w));
-  }
+  st.shell = s.run.has_value();
   return st;
 }
+
+// Every step's index by its name (a graph may hold 10^6 names).
+struct StepName {
+  const std::vector<Step>* steps;
+  std::string_view operator()(size_t i) const { return (*steps)[i].name; }
+};
+using NameIndex = FlatIndex<StepName>;
 
 // Resolves "@step/output" (spec 04 §2.3): the step is everything between '@' and the
 // last '/', so that the output name (which has no '/') is unambiguous.
 Result<void> resolve_ref(InputItem& item, const std::string& origin, const std::string& input,
-                         const std::vector<Step>& steps,
-                         const std::unordered_map<std::string, size_t>& by_name) {
+                         const std::vector<Step>& steps, const NameIndex& by_name) {
   std::string key = "inputs." + input;
   size_t slash = item.text.rfind('/');
   if (slash == std::string::npos || slash == 1 || slash + 1 == item.text.size()) {
@@ -191,19 +249,19 @@ Result<void> resolve_ref(InputItem& item, const std::string& origin, const std::
   }
   std::string step = item.text.substr(1, slash - 1);
   std::string output = item.text.substr(slash + 1);
-  auto it = by_name.find(step);
-  if (it == by_name.end()) {
+  auto found = by_name.find(step);
+  if (!found) {
     return fail(Errc::kNotFound, fmt::format("{}: {}: '{}' names no step '{}'", origin, key,
                                              str::printable(item.text), str::printable(step)));
   }
-  const Step& target = steps[it->second];
+  const Step& target = steps[*found];
   if (std::find(target.outputs.begin(), target.outputs.end(), output) == target.outputs.end()) {
     return fail(Errc::kNotFound,
                 fmt::format("{}: {}: '{}': step '{}' has no output '{}' (it has: {})", origin, key,
                             str::printable(item.text), step, str::printable(output),
                             target.outputs.empty() ? "none" : str::join(target.outputs, ", ")));
   }
-  item.step = it->second;
+  item.step = *found;
   item.output = std::move(output);
   return Ok{};
 }
@@ -234,27 +292,51 @@ std::vector<size_t> find_cycle(const std::vector<Step>& steps, const std::vector
 }
 
 // Orders `steps` so each comes after its deps (Kahn's algorithm, smallest expansion
-// index first, so the order is stable), remapping every index.
+// index first, so the order is stable), remapping every index. Linear but for the heap
+// of ready steps; a graph already in order (every dep earlier, as a foreach table's
+// steps are) is left as it is.
 Result<std::vector<Step>> topological(std::vector<Step> steps, const std::string& path) {
   size_t n = steps.size();
+  bool ordered = true;
+  for (size_t i = 0; i < n && ordered; ++i) {
+    // deps are sorted: the last is the latest.
+    if (!steps[i].deps.empty() && steps[i].deps.back() >= i) ordered = false;
+  }
+  if (ordered) return steps;
+
+  // Who reads each step, flat: dependents of d are readers[first[d] .. first[d + 1]).
   std::vector<size_t> pending(n);
-  std::vector<std::vector<size_t>> dependents(n);
+  std::vector<size_t> first(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     pending[i] = steps[i].deps.size();
-    for (size_t d : steps[i].deps) dependents[d].push_back(i);
+    for (size_t d : steps[i].deps) ++first[d + 1];
   }
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  std::vector<size_t> readers(first[n]);
+  {
+    std::vector<size_t> at(first.begin(), first.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t d : steps[i].deps) readers[at[d]++] = i;
+    }
+  }
+  std::vector<size_t> ready;
   for (size_t i = 0; i < n; ++i) {
-    if (pending[i] == 0) ready.push(i);
+    if (pending[i] == 0) ready.push_back(i);
   }
+  // A min-heap of expansion indices (ascending, so already a heap).
+  auto later = std::greater<>();
   std::vector<size_t> order;
   order.reserve(n);
   while (!ready.empty()) {
-    size_t i = ready.top();
-    ready.pop();
+    std::pop_heap(ready.begin(), ready.end(), later);
+    size_t i = ready.back();
+    ready.pop_back();
     order.push_back(i);
-    for (size_t d : dependents[i]) {
-      if (--pending[d] == 0) ready.push(d);
+    for (size_t k = first[i]; k < first[i + 1]; ++k) {
+      if (--pending[readers[k]] == 0) {
+        ready.push_back(readers[k]);
+        std::push_heap(ready.begin(), ready.end(), later);
+      }
     }
   }
   if (order.size() != n) {
@@ -271,7 +353,8 @@ Result<std::vector<Step>> topological(std::vector<Step> steps, const std::string
   std::vector<Step> out;
   out.reserve(n);
   for (size_t k = 0; k < n; ++k) {
-    Step s = std::move(steps[order[k]]);
+    out.push_back(std::move(steps[order[k]]));
+    Step& s = out.back();
     for (size_t& d : s.deps) d = new_index[d];
     std::sort(s.deps.begin(), s.deps.end());
     for (auto& [name, in] : s.inputs) {
@@ -279,12 +362,54 @@ Result<std::vector<Step>> topological(std::vector<Step> steps, const std::string
         if (item.kind == InputItem::Kind::kStepOutput) item.step = new_index[item.step];
       }
     }
-    out.push_back(std::move(s));
   }
   return out;
 }
 
 }  // namespace
+
+TextList::TextList(const std::vector<std::string>& texts) {
+  size_t size = 0;
+  for (const std::string& t : texts) size += t.size();
+  text_.reserve(size);
+  ends_.reserve(texts.size());
+  for (const std::string& t : texts) {
+    text_ += t;
+    ends_.push_back(text_.size());
+  }
+}
+
+const std::shared_ptr<const StepTable>& Step::empty_table() {
+  static const auto* empty = new std::shared_ptr<const StepTable>(std::make_shared<StepTable>());
+  return *empty;
+}
+
+std::vector<Word> Step::command() const {
+  std::vector<std::string_view> values;
+  values_of(*table, combination, values);
+  std::vector<Word> out;
+  out.reserve(table->command.size());
+  for (const Template& t : table->command) out.push_back(t.expand(values));
+  return out;
+}
+
+std::map<std::string, Word> Step::env() const {
+  std::vector<std::string_view> values;
+  values_of(*table, combination, values);
+  std::map<std::string, Word> out;
+  for (const auto& [var, t] : table->env) out.emplace_hint(out.end(), var, t.expand(values));
+  return out;
+}
+
+std::map<std::string, std::string> Step::bindings() const {
+  std::vector<std::string_view> values;
+  values_of(*table, combination, values);
+  std::map<std::string, std::string> out;
+  for (size_t k = 0; k < values.size(); ++k) out.emplace(table->keys[k], std::string(values[k]));
+  return out;
+}
+
+std::string Step::origin() const { return origin_text(*table, name); }
 
 std::optional<size_t> Graph::find(std::string_view step_name) const {
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -294,6 +419,10 @@ std::optional<size_t> Graph::find(std::string_view step_name) const {
 }
 
 Result<Graph> expand(const PipelineFile& file, const FileExists& exists) {
+  return expand(PipelineFile(file), exists);
+}
+
+Result<Graph> expand(PipelineFile&& file, const FileExists& exists) {
   Graph g;
   g.path = file.path;
   g.dir = file.dir;
@@ -303,32 +432,49 @@ Result<Graph> expand(const PipelineFile& file, const FileExists& exists) {
   // 1. Expand every [[step]] over its foreach product, in file order.
   std::vector<Step> steps;
   std::vector<PendingRef> pending;
-  std::unordered_map<std::string, size_t> by_name;
+  NameIndex by_name(StepName{&steps});
+  size_t total = 0;
   for (const StepSpec& s : file.steps) {
     std::optional<size_t> count = combinations(s);
-    if (!count || steps.size() + *count > kMaxExpandedSteps) {
+    if (!count || total + *count > kMaxExpandedSteps) {
       return fail(Errc::kInvalidInput,
                   fmt::format("{}: foreach: expands the pipeline past {} steps",
-                              origin_of(file, s, ""), kMaxExpandedSteps));
+                              origin_of(file, s), kMaxExpandedSteps));
     }
-    for (size_t i = 0; i < *count; ++i) {
-      std::vector<std::pair<std::string, size_t>> refs;
-      BERTH_TRY(Step st, expand_one(file, s, bindings_of(s, i), exists, refs));
-      auto [it, fresh] = by_name.emplace(st.name, steps.size());
-      if (!fresh) {
-        const Step& other = steps[it->second];
-        if (other.spec == st.spec) {
+    total += *count;
+  }
+  steps.reserve(total);
+  by_name.reserve(total);
+  std::vector<std::string_view> values;
+  std::vector<std::pair<std::string, size_t>> refs;
+  for (StepSpec& s : file.steps) {
+    const size_t count = *combinations(s);
+    BERTH_TRY(CompiledStep c, compile_step(file, s));
+    for (size_t i = 0; i < count; ++i) {
+      values_of(*c.table, i, values);
+      std::string name = c.name.expand_plain(values);
+      if (auto problem = step_name_problem(name)) {
+        return fail(Errc::kInvalidInput,
+                    fmt::format("{}: name: {}", origin_text(*c.table, name), *problem));
+      }
+      if (auto other = by_name.find(name)) {
+        const Step& o = steps[*other];
+        std::string origin = origin_text(*c.table, name);
+        if (o.spec == s.index) {
           return fail(Errc::kInvalidInput,
                       fmt::format("{}: name: expands to '{}' for more than one foreach "
                                   "combination (use every foreach key in the name)",
-                                  st.origin, str::printable(st.name)));
+                                  origin, str::printable(name)));
         }
         return fail(Errc::kInvalidInput,
-                    fmt::format("{}: name: expands to '{}', which {} also names", st.origin,
-                                str::printable(st.name), other.origin));
+                    fmt::format("{}: name: expands to '{}', which {} also names", origin,
+                                str::printable(name), o.origin()));
       }
+      refs.clear();
+      BERTH_TRY(Step st, expand_one(file, s, c, i, std::move(name), values, exists, refs));
       for (auto& [input, item] : refs) pending.push_back(PendingRef{steps.size(), input, item});
       steps.push_back(std::move(st));
+      by_name.insert(steps.size() - 1);
     }
   }
 
@@ -336,7 +482,7 @@ Result<Graph> expand(const PipelineFile& file, const FileExists& exists) {
   for (const PendingRef& r : pending) {
     Step& st = steps[r.step];
     InputItem& item = st.inputs.at(r.input).items[r.item];
-    BERTH_CHECK(resolve_ref(item, st.origin, r.input, steps, by_name));
+    BERTH_CHECK(resolve_ref(item, st.origin(), r.input, steps, by_name));
     st.deps.push_back(item.step);
   }
   for (Step& st : steps) {

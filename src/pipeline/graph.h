@@ -8,8 +8,10 @@
 // directory (command.h).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,30 +39,89 @@ struct Input {
   std::vector<InputItem> items;
 };
 
-// One concrete step. Its command is expanded except for {in.X} and {out.X}, which
-// stay symbolic until render_command() is given a staging directory's paths.
-struct Step {
-  std::string name;    // expanded; unique in the graph
-  std::string origin;  // for messages: "p.toml:9:1: step 'count-{sample}' ('count-a')"
-  size_t spec = 0;     // index of its [[step]] table in the file
-  std::map<std::string, std::string> bindings;  // foreach key -> value
-  bool shell = false;         // run: true (one word, a script for sh -c); cmd: false
-  std::vector<Word> command;  // run: exactly one word; cmd: the argv, never empty
-  std::map<std::string, Input> inputs;
+// Strings held end to end in one buffer: a foreach key's values, up to 10^6 of them,
+// which as std::strings were 32 bytes each before any of their text.
+class TextList {
+ public:
+  TextList() = default;
+  explicit TextList(const std::vector<std::string>& texts);
+  size_t size() const { return ends_.size(); }
+  std::string_view operator[](size_t i) const {
+    size_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(text_).substr(begin, ends_[i] - begin);
+  }
+
+ private:
+  std::string text_;
+  std::vector<size_t> ends_;  // text i is [ends_[i - 1], ends_[i])
+};
+
+// What every step one [[step]] table expands to has in common, held once for all of
+// them: a table may expand to 10^6 steps (spec 04 §3.1), which then share it rather
+// than each keeping a copy.
+struct StepTable {
+  std::string where;          // "p.toml:9:1: step 'count-{sample}'"
+  std::string name_template;  // "count-{sample}"
+  // The foreach keys, sorted, and each one's values in the order given.
+  std::vector<std::string> keys;
+  std::vector<TextList> values;
   std::vector<std::string> outputs;              // in the order the file gives
   std::map<std::string, std::string> canonical;  // every output -> its form
   std::map<std::string, Param> params;
   std::vector<std::string> tools;  // sorted
-  std::map<std::string, Word> env;
+  // The command and env, compiled: each step expands them with its own foreach values
+  // when asked (Step::command(), Step::env()), rather than keeping a copy of each.
+  std::vector<Template> command;
+  std::vector<std::pair<std::string, Template>> env;  // sorted by variable
+};
+
+// One concrete step. Its command, when asked for, is expanded except for {in.X} and
+// {out.X}, which stay symbolic until render_command() is given a staging directory's
+// paths.
+struct Step {
+  std::string name;  // expanded; unique in the graph
+  // The table it was expanded from; `outputs`, `canonical`, `params` and `tools` are
+  // the table's (declared before them, so that it is there when they are bound).
+  std::shared_ptr<const StepTable> table = empty_table();
+  size_t spec = 0;           // index of its [[step]] table in the file
+  uint32_t combination = 0;  // which of the table's foreach combinations, in order (§3.1)
+  bool shell = false;        // run: true (one word, a script for sh -c); cmd: false
+  std::map<std::string, Input> inputs;
+  const std::vector<std::string>& outputs = table->outputs;
+  const std::map<std::string, std::string>& canonical = table->canonical;
+  const std::map<std::string, Param>& params = table->params;
+  const std::vector<std::string>& tools = table->tools;
+  // (The small fields together: a graph holds 10^6 steps.)
   int cores = 1;
   int gpus = 0;
   int tasks = 1;
+  wireup::Mode mpi = wireup::Mode::kAuto;
+  int retries = 0;  // neither this nor timeout enters the key
   std::optional<int> nodes;
   std::optional<int64_t> memory_cap_mb;
-  wireup::Mode mpi = wireup::Mode::kAuto;
-  int retries = 0;                                  // neither enters the key
   std::optional<std::chrono::milliseconds> timeout;
   std::vector<size_t> deps;  // steps whose outputs this one reads; sorted, distinct
+
+  Step() = default;
+  explicit Step(std::shared_ptr<const StepTable> t) : table(std::move(t)) {}
+  // Copied and moved with its table; the references follow (they are the table's).
+  Step(const Step&) = default;
+  Step(Step&&) noexcept = default;
+  Step& operator=(const Step&) = delete;
+  Step& operator=(Step&&) = delete;
+
+  // Its command: run, exactly one word; cmd, the argv, never empty. Expanded on each
+  // call.
+  std::vector<Word> command() const;
+  // Its env: variable -> value. Expanded on each call.
+  std::map<std::string, Word> env() const;
+  // Its foreach bindings: key -> value.
+  std::map<std::string, std::string> bindings() const;
+  // For messages: "p.toml:9:1: step 'count-{sample}' ('count-a')".
+  std::string origin() const;
+
+ private:
+  static const std::shared_ptr<const StepTable>& empty_table();
 };
 
 struct Graph {
@@ -76,9 +137,6 @@ struct Graph {
   std::optional<size_t> find(std::string_view step_name) const;
 };
 
-// Bounds: the most steps one [[step]] table may expand to, and one graph may hold.
-inline constexpr size_t kMaxExpandedSteps = 1'000'000;
-
 // Answers whether an input file exists; real runs pass files::exists, tests a fake.
 using FileExists = std::function<bool(const std::string& path)>;
 
@@ -90,5 +148,8 @@ using FileExists = std::function<bool(const std::string& path)>;
 // output that does not exist, a list input inside a larger cmd word, or a cycle (the
 // steps around it, in data-flow order).
 Result<Graph> expand(const PipelineFile& file, const FileExists& exists);
+// The same, taking what it can from `file` rather than copying it (a foreach key's
+// 10^6 values).
+Result<Graph> expand(PipelineFile&& file, const FileExists& exists);
 
 }  // namespace berth::pipeline

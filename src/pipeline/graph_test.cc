@@ -37,12 +37,12 @@ TEST(Graph, ExpandsTheSpecExample) {
   EXPECT_EQ(g->name, "example");
   EXPECT_EQ(names(*g), (std::vector<std::string>{"count-a", "count-b", "count-c", "total"}));
   const Step& a = g->steps[0];
-  EXPECT_EQ(a.bindings.at("sample"), "a");
+  EXPECT_EQ(a.bindings().at("sample"), "a");
   EXPECT_TRUE(a.shell);
   EXPECT_EQ(a.inputs.at("text").items[0].path, "w/data/a.txt");
   EXPECT_EQ(a.inputs.at("text").items[0].kind, InputItem::Kind::kFile);
   EXPECT_EQ(a.canonical.at("counts"), "lines-sorted");
-  EXPECT_EQ(a.origin, "w/example.toml:7:1: step 'count-{sample}' ('count-a')");
+  EXPECT_EQ(a.origin(), "w/example.toml:7:1: step 'count-{sample}' ('count-a')");
   EXPECT_TRUE(a.deps.empty());
   const Step& t = g->steps[3];
   EXPECT_EQ(t.deps, (std::vector<size_t>{0, 1, 2}));
@@ -66,7 +66,67 @@ run = "echo {a} {z}"
   // Keys sorted (a before z), the first key slowest, values in the order given.
   EXPECT_EQ(names(*g),
             (std::vector<std::string>{"s-2-y", "s-1-y", "s-2-x", "s-1-x", "s-2-w", "s-1-w"}));
-  EXPECT_EQ(g->steps[0].command[0], (Word{{Segment::Kind::kText, "echo y 2"}}));
+  EXPECT_EQ(g->steps[0].command()[0], (Word{{Segment::Kind::kText, "echo y 2"}}));
+}
+
+// A key of as many values as the spec allows a table (here a tenth of 10^6, so that the
+// sanitizer build stays quick) expands to one step per value, in order, linearly.
+TEST(Graph, OneForeachKeyOfAHundredThousandValuesExpands) {
+  constexpr size_t kValues = 100000;
+  std::string values;
+  for (size_t i = 0; i < kValues; ++i) values += (i ? "," : "") + std::to_string(i);
+  auto g = expand_text("[[step]]\nname = 's-{i}'\nforeach = { i = [" + values +
+                       "] }\nrun = 'echo {i} {param.p} > {out.o}'\noutputs = ['o']\n"
+                       "params = { p = 'x' }\nenv = { I = '{i}' }\n");
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  ASSERT_EQ(g->steps.size(), kValues);
+  for (size_t i : {size_t{0}, size_t{1}, size_t{54321}, kValues - 1}) {
+    const Step& s = g->steps[i];
+    EXPECT_EQ(s.name, "s-" + std::to_string(i));
+    EXPECT_EQ(s.bindings().at("i"), std::to_string(i));
+    EXPECT_EQ(s.command()[0], (Word{{Segment::Kind::kText, "echo " + std::to_string(i) + " x > "},
+                                    {Segment::Kind::kOutput, "o"}}));
+    EXPECT_EQ(s.env().at("I"), (Word{{Segment::Kind::kText, std::to_string(i)}}));
+  }
+  EXPECT_EQ(g->find("s-99999"), kValues - 1);
+}
+
+// What every step of a table has in common is the table's, held once; what differs is
+// each step's own.
+TEST(Graph, StepsOfOneTableShareItsPartsAndKeepTheirOwn) {
+  auto g = expand_text(R"(
+[[step]]
+name = "a-{k}"
+foreach = { k = ["1", "2"] }
+run = "x {k} > {out.o}"
+outputs = ["o"]
+params = { p = 1 }
+[[step]]
+name = "b"
+run = "y"
+)");
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  const Step& a1 = g->steps[0];
+  const Step& a2 = g->steps[1];
+  const Step& b = g->steps[2];
+  EXPECT_EQ(a1.table.get(), a2.table.get());
+  EXPECT_NE(a1.table.get(), b.table.get());
+  EXPECT_EQ(&a1.outputs, &a2.outputs);
+  EXPECT_EQ(&a1.params, &a2.params);
+  EXPECT_EQ(a1.combination, 0u);
+  EXPECT_EQ(a2.combination, 1u);
+  EXPECT_EQ(a2.command()[0][0].value, "x 2 > ");
+  EXPECT_EQ(a2.origin(), "p.toml:2:1: step 'a-{k}' ('a-2')");
+  EXPECT_EQ(b.origin(), "p.toml:8:1: step 'b'");
+  EXPECT_TRUE(b.bindings().empty());
+  // A step copied out of its graph keeps its table.
+  Step copy = [&] {
+    Graph moved = std::move(*g);
+    return moved.steps[1];
+  }();
+  EXPECT_EQ(copy.outputs, (std::vector<std::string>{"o"}));
+  EXPECT_EQ(copy.params.at("p").text, "1");
+  EXPECT_EQ(copy.bindings().at("k"), "2");
 }
 
 TEST(Graph, TopologicalOrderPutsProducersFirstAndKeepsFileOrderOtherwise) {
@@ -108,10 +168,11 @@ cmd = ["tool", "{in.up}", "{in.raw}", "-n{param.dir}", "{s}"]
   EXPECT_EQ(qb.inputs.at("up").items[0].step, g->find("p-b").value());
   EXPECT_EQ(qb.inputs.at("raw").items[0].path, "/abs/b");    // absolute paths kept
   EXPECT_EQ(qb.inputs.at("raw").items[1].path, "in/b.txt");  // "." dir adds nothing
-  ASSERT_EQ(qb.command.size(), 5u);
-  EXPECT_EQ(qb.command[1], (Word{{Segment::Kind::kInput, "up"}}));
-  EXPECT_EQ(qb.command[3], (Word{{Segment::Kind::kText, "-nin"}}));
-  EXPECT_EQ(qb.command[4], (Word{{Segment::Kind::kText, "b"}}));
+  auto command = qb.command();
+  ASSERT_EQ(command.size(), 5u);
+  EXPECT_EQ(command[1], (Word{{Segment::Kind::kInput, "up"}}));
+  EXPECT_EQ(command[3], (Word{{Segment::Kind::kText, "-nin"}}));
+  EXPECT_EQ(command[4], (Word{{Segment::Kind::kText, "b"}}));
 }
 
 TEST(Graph, ResourcesExpandOnlyInCommandsAndEnv) {
@@ -126,8 +187,8 @@ run = "t -j{cores} -g{gpus} -n{tasks} -N{nodes}"
 env = { OMP_NUM_THREADS = "{cores}" }
 )");
   ASSERT_TRUE(g.ok()) << g.error().message();
-  EXPECT_EQ(g->steps[0].command[0], (Word{{Segment::Kind::kText, "t -j4 -g2 -n3 -N1"}}));
-  EXPECT_EQ(g->steps[0].env.at("OMP_NUM_THREADS"), (Word{{Segment::Kind::kText, "4"}}));
+  EXPECT_EQ(g->steps[0].command()[0], (Word{{Segment::Kind::kText, "t -j4 -g2 -n3 -N1"}}));
+  EXPECT_EQ(g->steps[0].env().at("OMP_NUM_THREADS"), (Word{{Segment::Kind::kText, "4"}}));
   auto no_nodes = expand_text("[[step]]\nname='r'\nrun='{nodes}'\n");
   ASSERT_FALSE(no_nodes.ok());
   EXPECT_NE(no_nodes.error().message().find("run: placeholder {nodes} names nothing"),

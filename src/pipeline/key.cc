@@ -56,15 +56,20 @@ class Fields {
 
 Result<std::string> key_preimage(const Step& step, const InputHashes& inputs,
                                  const ToolVersions& tools) {
+  return key_preimage(step, StepText(step), inputs, tools);
+}
+
+Result<std::string> key_preimage(const Step& step, const StepText& text,
+                                 const InputHashes& inputs, const ToolVersions& tools) {
   Fields f;
   f.add(kKeyFormat);
   // The command: which kind, then each word's segments. Paths are absent by
   // construction: {in.X} is the segment ("in", "X").
   f.add(step.shell ? "run" : "cmd");
-  f.count(step.command.size());
-  for (const Word& w : step.command) f.word(w);
-  f.count(step.env.size());
-  for (const auto& [name, value] : step.env) {  // std::map: sorted by name
+  f.count(text.command.size());
+  for (const Word& w : text.command) f.word(w);
+  f.count(text.env.size());
+  for (const auto& [name, value] : text.env) {  // std::map: sorted by name
     f.add(name);
     f.word(value);
   }
@@ -117,7 +122,12 @@ Result<std::string> key_preimage(const Step& step, const InputHashes& inputs,
 }
 
 Result<std::string> key_of(const Step& step, const InputHashes& inputs, const ToolVersions& tools) {
-  BERTH_TRY(std::string pre, key_preimage(step, inputs, tools));
+  return key_of(step, StepText(step), inputs, tools);
+}
+
+Result<std::string> key_of(const Step& step, const StepText& text, const InputHashes& inputs,
+                           const ToolVersions& tools) {
+  BERTH_TRY(std::string pre, key_preimage(step, text, inputs, tools));
   return sha256_hex(pre);
 }
 

@@ -52,4 +52,16 @@ Result<std::string> key_of(const Step& step, const InputHashes& inputs, const To
 // computed from). "" when the step cannot be keyed (a tool without a version).
 std::string step_fingerprint(const Step& step, const Graph& graph, const ToolVersions& tools);
 
+// A step's command and env, expanded once (Step::command() and Step::env() expand on
+// each call), for more than one key of one step: the executor's key and its recipe.
+struct StepText {
+  explicit StepText(const Step& s) : command(s.command()), env(s.env()) {}
+  std::vector<Word> command;
+  std::map<std::string, Word> env;
+};
+Result<std::string> key_preimage(const Step& step, const StepText& text,
+                                 const InputHashes& inputs, const ToolVersions& tools);
+Result<std::string> key_of(const Step& step, const StepText& text, const InputHashes& inputs,
+                           const ToolVersions& tools);
+
 }  // namespace berth::pipeline

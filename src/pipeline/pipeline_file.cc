@@ -76,10 +76,15 @@ Result<void> read_foreach(TomlFields& f, StepSpec& s) {
     const auto* a = n->as_array();
     if (!a) return g.wrong_type(k, "an array of strings or integers, or { glob = \"…\" }", *n);
     if (a->empty()) return g.error(n, k, "must not be empty");
-    if (a->size() > kMaxArrayItems) {
-      return g.error(n, k, fmt::format("more than {} items", kMaxArrayItems));
+    // One key may have as many values as its table may have steps (spec 04 §3.1); the
+    // product of all of them is checked when the table is expanded.
+    if (a->size() > kMaxExpandedSteps) {
+      return g.error(n, k,
+                     fmt::format("{} values; a table expands to at most {} steps",
+                                 a->size(), kMaxExpandedSteps));
     }
     std::vector<std::string> values;
+    values.reserve(a->size());
     for (const toml::node& item : *a) {
       if (const auto* i = item.as_integer()) {
         values.push_back(std::to_string(i->get()));

@@ -30,6 +30,9 @@ inline constexpr int kMaxTasks = 1 << 20;
 inline constexpr int kMaxNodes = 1 << 20;
 inline constexpr int64_t kMaxMemoryCapMb = int64_t{1} << 40;
 inline constexpr int kMaxRetries = 100;
+// The most steps one [[step]] table may expand to, and one graph may hold (§3.1); and
+// so the most values one foreach key may have.
+inline constexpr size_t kMaxExpandedSteps = 1'000'000;
 
 // Where something was written: 1-based line and column; 0 when toml++ gave none.
 struct SourcePos {

@@ -171,6 +171,42 @@ TEST(PipelineFile, RejectsBadFilesNamingFileStepAndKey) {
   }
 }
 
+// "[[step]] ... foreach = { k = [0, 1, ..., n - 1] }": one key of n values.
+std::string one_key_of(size_t n, const std::string& name = "s-{k}") {
+  std::string values;
+  values.reserve(n * 8);
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) values += ',';
+    values += std::to_string(i);
+  }
+  return "[[step]]\nname = '" + name + "'\nrun = 'echo {k}'\nforeach = { k = [" + values +
+         "] }\n";
+}
+
+// One key may have as many values as its table may have steps (spec 04 §3.1), not
+// the 65,536 items any other array may have.
+TEST(PipelineFile, AForeachKeyMayHaveAsManyValuesAsATableMayHaveSteps) {
+  auto pf = parse_pipeline(one_key_of(100000), "p.toml");
+  ASSERT_TRUE(pf.ok()) << pf.error().message();
+  const auto& values = pf->steps.at(0).foreach.at("k");
+  ASSERT_EQ(values.size(), 100000u);
+  EXPECT_EQ(values.front(), "0");
+  EXPECT_EQ(values.back(), "99999");
+
+  auto most = parse_pipeline(one_key_of(kMaxExpandedSteps), "p.toml");
+  ASSERT_TRUE(most.ok()) << most.error().message();
+  EXPECT_EQ(most->steps.at(0).foreach.at("k").size(), kMaxExpandedSteps);
+}
+
+TEST(PipelineFile, AForeachKeyPastTheSpecsLimitIsRefusedNamingFileStepAndKey) {
+  auto pf = parse_pipeline(one_key_of(kMaxExpandedSteps + 1), "big.toml");
+  ASSERT_FALSE(pf.ok());
+  EXPECT_EQ(pf.error().code(), Errc::kInvalidInput);
+  EXPECT_EQ(pf.error().message(),
+            "big.toml:4:17: step 's-{k}': foreach.k: 1000001 values; a table expands to at "
+            "most 1000000 steps");
+}
+
 TEST(PipelineFile, NameRules) {
   EXPECT_FALSE(step_name_problem("count-a.b+c_1"));
   EXPECT_TRUE(step_name_problem(""));

@@ -29,9 +29,17 @@ int RunReport::count(StepState s) const {
   return n;
 }
 
+std::array<int, 7> RunReport::counts() const {
+  std::array<int, 7> n{};
+  for (const auto& st : steps) ++n[static_cast<size_t>(st.state)];
+  return n;
+}
+
 int RunReport::exit_code() const {
-  if (count(StepState::kCancelled)) return 130;
-  if (count(StepState::kFailed) || count(StepState::kRefused)) return 1;
+  auto n = counts();
+  auto of = [&n](StepState s) { return n[static_cast<size_t>(s)]; };
+  if (of(StepState::kCancelled)) return 130;
+  if (of(StepState::kFailed) || of(StepState::kRefused)) return 1;
   return 0;
 }
 
@@ -139,26 +147,8 @@ std::string report_json(const RunReport& r, std::string_view steps, bool as_obje
 
 namespace {
 
-// `s` as a JSON string, as nlohmann writes it (error_handler_t::replace): printable
-// ASCII without a quote or backslash is copied as it is; anything else goes through
-// nlohmann.
-void put_string(std::string& out, std::string_view s) {
-  bool plain = true;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) {
-    out += '"';
-    out.append(s);
-    out += '"';
-    return;
-  }
-  out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-}
+// `s` as a JSON string, as nlohmann writes it (error_handler_t::replace).
+void put_string(std::string& out, std::string_view s) { str::append_json_string(out, s); }
 
 void put_key(std::string& out, std::string_view k) {
   out += '"';
@@ -256,10 +246,10 @@ void write_step(std::string& out, const StepRecord& s, bool as_cached) {
     }
     out += ']';
   }
-  if (!s.basis.is_null()) {
+  if (!s.basis.empty()) {
     out += ',';
     put_key(out, "basis");
-    out += s.basis.dump(-1, ' ', false, json::error_handler_t::replace);
+    out += s.basis;
   }
   out += '}';
 }

@@ -3,6 +3,7 @@
 // `berth report` and `berth methods` read it back.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -33,10 +34,11 @@ struct StepRecord {
     std::string object, form, canonical;
   };
   std::map<std::string, Output> outputs;
-  // What the key was computed from, a JSON object (command, recipe hash, each input's
-  // tagged hashes, tool version hashes), null until keyed: a later --dry-run compares
-  // it with this run's to say what changed.
-  nlohmann::ordered_json basis;
+  // What the key was computed from: the text of a JSON object (command, recipe hash,
+  // each input's tagged hashes, tool version hashes), compact, as nlohmann dumps it;
+  // empty until keyed. A later --dry-run compares it with this run's to say what
+  // changed. Text rather than a tree: a run of 10^6 steps keeps 10^6 of them.
+  std::string basis;
   // Who computed the outputs (from the provenance record of the run that did: ours, or
   // adopted from the row on a cache hit or a lost race): the worker's name, or the
   // host for an ordinary run.
@@ -112,6 +114,8 @@ struct RunReport {
   // The settled record's steps, which reused steps' entries (StepRecord::recorded) lie in.
   std::shared_ptr<const std::string> recorded;
   int count(StepState s) const;
+  // How many steps are in each state (indexed by StepState), in one pass over them.
+  std::array<int, 7> counts() const;
   int exit_code() const;  // 0, or 1 when any step failed / was refused, 130 if cancelled
 };
 

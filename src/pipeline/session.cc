@@ -178,7 +178,20 @@ Result<void> write_pieces_file(const std::string& path, std::string_view head,
 
 }  // namespace
 
+std::string RunOutcome::ordinary_report_json() const {
+  // A dry run's is made only now that it is asked for (publish()).
+  if (report_head.empty() && report) return pipeline::report_json(*report);
+  std::string out;
+  out.reserve(report_head.size() + report_steps.size() + kReportTail.size());
+  out.append(report_head).append(report_steps).append(kReportTail);
+  return out;
+}
+
 Result<void> RunOutcome::write_report(int fd) const {
+  if (!settled && report_head.empty() && report) {
+    std::string text = ordinary_report_json();
+    return files::write_all(fd, text.data(), text.size(), "stdout");
+  }
   if (!settled) return write_pieces_to(fd, report_head, report_steps, "stdout");
   files::Fd steps_fd(::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!steps_fd.valid()) return files::os_error(steps_path, "open", errno);
@@ -282,7 +295,7 @@ Result<void> Session::State::load_graph() {
       if (check->file_ok[i]) present.insert(settled->files[i].path);
     }
   }
-  BERTH_TRY(Graph g, expand(file, [&present](const std::string& p) {
+  BERTH_TRY(Graph g, expand(std::move(file), [&present](const std::string& p) {
               return present.count(p) > 0 || files::exists(p);
             }));
   BERTH_TRY(graph, select_targets(std::move(g), o.targets));
@@ -508,6 +521,9 @@ std::optional<RunOutcome> Session::State::run_settled() {
 }
 
 void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
+  // A dry run's report is neither kept nor stored, and records nothing: its JSON,
+  // megabytes for 10^5 steps, is made only if it is printed (write_report()).
+  if (o.dry_run) return;
   // The steps are written once, a reused step's entry copied as it was recorded; where
   // each entry lies is kept, so the steps a rerun reports are spliced from these.
   EntrySpans spans;
@@ -515,7 +531,7 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   out.report_head = report_json_head(rep);
   const std::string& steps_json = out.report_steps;
   std::string steps_object;
-  if (!o.dry_run) {
+  {
     // Beside the pipeline (replaced atomically, not fsynced: the runs row is the
     // durable record, and in a file:// store on the same filesystem the row's own
     // barrier makes the file durable with it), then stored with the run.

@@ -96,6 +96,9 @@ struct RunOutcome {
   double elapsed_s = 0;
   // Writes the report's JSON to `fd` (stdout for --format json).
   Result<void> write_report(int fd) const;
+  // An ordinary run's report as JSON, whole: its pieces joined, or, for a dry run (which
+  // does not make it unasked), made now from `report`. Not for a settled run.
+  std::string ordinary_report_json() const;
 };
 
 class Session {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "util/strings.h"
 
 namespace berth::pipeline {
@@ -88,27 +90,37 @@ Result<std::vector<TemplatePiece>> parse_template(std::string_view text) {
   return out;
 }
 
-Result<Word> expand_template(std::string_view text, const Scope& scope) {
+Result<Template> Template::compile(std::string_view text, const std::vector<std::string>& keys,
+                                   const Scope& scope) {
   BERTH_TRY(std::vector<TemplatePiece> pieces, parse_template(text));
-  Word w;
+  Template t;
+  // Literal text, merged with the literal before it: a compiled template never holds
+  // two text pieces in a row, nor an empty one.
+  auto literal = [&t](std::string_view s) {
+    if (s.empty()) return;
+    if (!t.pieces_.empty() && t.pieces_.back().kind == Segment::Kind::kText &&
+        t.pieces_.back().key < 0) {
+      t.pieces_.back().text.append(s);
+    } else {
+      t.pieces_.push_back(Piece{Segment::Kind::kText, std::string(s), -1});
+    }
+  };
   for (const TemplatePiece& p : pieces) {
     if (!p.placeholder) {
-      append_text(w, p.text);
+      literal(p.text);
       continue;
     }
     const std::string& name = p.text;
     // Foreach keys never contain '.', so they cannot shadow in./out./param. names; the
     // resource names are reserved as foreach keys (spec 04 §2).
-    if (scope.bindings) {
-      if (auto it = scope.bindings->find(name); it != scope.bindings->end()) {
-        append_text(w, it->second);
-        continue;
-      }
+    if (auto k = std::find(keys.begin(), keys.end(), name); k != keys.end()) {
+      t.pieces_.push_back(Piece{Segment::Kind::kText, "", static_cast<int>(k - keys.begin())});
+      continue;
     }
     if (auto x = after(name, "param.")) {
       if (scope.params) {
         if (auto it = scope.params->find(*x); it != scope.params->end()) {
-          append_text(w, it->second.text);
+          literal(it->second.text);
           continue;
         }
       }
@@ -116,14 +128,14 @@ Result<Word> expand_template(std::string_view text, const Scope& scope) {
     }
     if (auto x = after(name, "in.")) {
       if (scope.inputs && scope.inputs->count(*x)) {
-        w.push_back(Segment{Segment::Kind::kInput, *x});
+        t.pieces_.push_back(Piece{Segment::Kind::kInput, std::move(*x), -1});
         continue;
       }
       return names_nothing(name);
     }
     if (auto x = after(name, "out.")) {
       if (scope.outputs && scope.outputs->count(*x)) {
-        w.push_back(Segment{Segment::Kind::kOutput, *x});
+        t.pieces_.push_back(Piece{Segment::Kind::kOutput, std::move(*x), -1});
         continue;
       }
       return names_nothing(name);
@@ -134,12 +146,58 @@ Result<Word> expand_template(std::string_view text, const Scope& scope) {
     if (name == "tasks") resource = &scope.tasks;
     if (name == "nodes") resource = &scope.nodes;
     if (resource && resource->has_value()) {
-      append_text(w, std::to_string(**resource));
+      literal(std::to_string(**resource));
       continue;
     }
     return names_nothing(name);
   }
+  return t;
+}
+
+Word Template::expand(const std::vector<std::string_view>& values) const {
+  Word w;
+  for (const Piece& p : pieces_) {
+    if (p.kind != Segment::Kind::kText) {
+      w.push_back(Segment{p.kind, p.text});
+    } else {
+      append_text(w, p.key >= 0 ? values[static_cast<size_t>(p.key)] : std::string_view(p.text));
+    }
+  }
   return w;
+}
+
+std::string Template::expand_plain(const std::vector<std::string_view>& values) const {
+  std::string out;
+  for (const Piece& p : pieces_) {
+    out += p.key >= 0 ? values[static_cast<size_t>(p.key)] : std::string_view(p.text);
+  }
+  return out;
+}
+
+bool Template::uses_key(size_t k) const {
+  return std::any_of(pieces_.begin(), pieces_.end(),
+                     [k](const Piece& p) { return p.key == static_cast<int>(k); });
+}
+
+std::vector<std::string> Template::inputs() const {
+  std::vector<std::string> out;
+  for (const Piece& p : pieces_) {
+    if (p.kind == Segment::Kind::kInput) out.push_back(p.text);
+  }
+  return out;
+}
+
+Result<Word> expand_template(std::string_view text, const Scope& scope) {
+  std::vector<std::string> keys;
+  std::vector<std::string_view> values;
+  if (scope.bindings) {
+    for (const auto& [k, v] : *scope.bindings) {
+      keys.push_back(k);
+      values.push_back(v);
+    }
+  }
+  BERTH_TRY(Template t, Template::compile(text, keys, scope));
+  return t.expand(values);
 }
 
 Result<std::string> expand_plain(std::string_view text, const Scope& scope) {

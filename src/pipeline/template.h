@@ -67,6 +67,41 @@ struct Scope {
 // nothing" or a parse_template() message) on the first placeholder the scope lacks.
 Result<Word> expand_template(std::string_view text, const Scope& scope);
 
+// A template parsed and checked once, then expanded once per foreach combination: what
+// a [[step]] table's name, inputs, command and env are while it expands to up to
+// 10^6 steps (spec 04 §3.1). Every placeholder but a foreach key is resolved when it is
+// compiled — params and resources to their text, {in.X}/{out.X} to segments — so that
+// expanding is appending, and a placeholder that names nothing is found once for the
+// whole table rather than once per step.
+class Template {
+ public:
+  // Compiles `text` where the foreach keys are `keys` (their values come later, in this
+  // order) and everything else is as `scope` says (its `bindings` are not read). Fails
+  // as expand_template() does.
+  static Result<Template> compile(std::string_view text, const std::vector<std::string>& keys,
+                                  const Scope& scope);
+
+  // The template with values[k] for keys[k]: what expand_template() gives for a scope
+  // binding each key to its value.
+  Word expand(const std::vector<std::string_view>& values) const;
+  // The same for a template compiled without {in.X}/{out.X} in scope: its plain text.
+  std::string expand_plain(const std::vector<std::string_view>& values) const;
+  // Whether a placeholder names the foreach key keys[k].
+  bool uses_key(size_t k) const;
+  // Each {in.X} it names, in order, and whether that is all there is to it: the rule
+  // that a list input is a whole argv word (spec 04 §3.3).
+  std::vector<std::string> inputs() const;
+  bool only_one_piece() const { return pieces_.size() == 1; }
+
+ private:
+  struct Piece {
+    Segment::Kind kind = Segment::Kind::kText;
+    std::string text;  // literal text, or the input's / output's name
+    int key = -1;      // >= 0: the value of keys[key] (kind kText)
+  };
+  std::vector<Piece> pieces_;
+};
+
 // expand_template() for a spot where {in.X}/{out.X} are not allowed: the plain text.
 Result<std::string> expand_plain(std::string_view text, const Scope& scope);
 

@@ -81,5 +81,45 @@ TEST(Template, ExpandPlainRefusesPaths) {
   EXPECT_EQ(*r, "a{b}");
 }
 
+// A compiled template expands, for any values of its keys, to what expand_template()
+// gives for a scope binding them; params and resources are resolved once.
+TEST(Template, CompiledOnceExpandsForEachCombination) {
+  std::map<std::string, Param> p{{"min", {Param::Type::kInteger, "2"}}};
+  std::set<std::string> in{"text"}, out{"counts"};
+  Scope s{nullptr, &p, &in, &out, 4, 1, 2, std::nullopt};
+  const std::vector<std::string> keys = {"a", "sample"};
+  auto t = Template::compile("{sample}:{param.min}{{x}} {cores} {in.text}>{out.counts}.{a}{a}",
+                             keys, s);
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  for (auto [a, sample] : std::vector<std::pair<std::string, std::string>>{
+           {"1", "x"}, {"", "y"}, {"{a}", ""}}) {
+    std::map<std::string, std::string> b{{"a", a}, {"sample", sample}};
+    Scope bound = s;
+    bound.bindings = &b;
+    auto want = expand_template("{sample}:{param.min}{{x}} {cores} {in.text}>{out.counts}.{a}{a}",
+                                bound);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(t->expand({a, sample}), *want) << a << " " << sample;
+  }
+  EXPECT_TRUE(t->uses_key(0));
+  EXPECT_TRUE(t->uses_key(1));
+  EXPECT_EQ(t->inputs(), (std::vector<std::string>{"text"}));
+  EXPECT_FALSE(t->only_one_piece());
+
+  auto plain = Template::compile("s-{a}-{sample}", keys, Scope{});
+  ASSERT_TRUE(plain.ok());
+  std::string a = "7", sample = "q";
+  EXPECT_EQ(plain->expand_plain({a, sample}), "s-7-q");
+  EXPECT_FALSE(plain->uses_key(2));
+
+  auto whole = Template::compile("{in.text}", keys, s);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_TRUE(whole->only_one_piece());
+
+  auto bad = Template::compile("{sample}{nope}", keys, s);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("placeholder {nope} names nothing"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace berth::pipeline

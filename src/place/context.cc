@@ -45,8 +45,9 @@ int64_t usable_cores() {
 }  // namespace
 
 alloc::LocalHost local_host() {
-  // Once per process: loading the topology is most of it, and the answer cannot change
-  // under a running berth that did not move itself.
+  // Once per process: the answer cannot change under a running berth that did not move
+  // itself. The cores are counted only if a source asks: loading the topology is most
+  // of the cost, and only the hosts source does.
   static const alloc::LocalHost cached = [] {
     alloc::LocalHost h;
     char buf[HOST_NAME_MAX + 1] = {};
@@ -56,7 +57,10 @@ alloc::LocalHost local_host() {
       h.hostname = "localhost";
     }
     h.aliases = {"localhost", "localhost.localdomain", "127.0.0.1", "::1"};
-    h.usable_cores = usable_cores();
+    h.count_cores = [] {
+      static const int64_t n = usable_cores();
+      return n;
+    };
     return h;
   }();
   return cached;

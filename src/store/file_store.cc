@@ -33,25 +33,34 @@ std::string hex_of(std::string_view name) {
 // Opens a stored file for reading without touching its access time where the kernel
 // lets us (O_NOATIME: the file's owner): a collector takes an entry's atime for its
 // last use (spec 05 §10), and a read — the collector's own among them — is not one.
-int open_stored(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
-  if (fd < 0 && errno == EPERM) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+int open_stored_at(int at, const std::string& name) {
+  int fd = ::openat(at, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
+  if (fd < 0 && errno == EPERM) fd = ::openat(at, name.c_str(), O_RDONLY | O_CLOEXEC);
   return fd;
 }
+int open_stored(const std::string& path) { return open_stored_at(AT_FDCWD, path); }
 
-// Reads a whole small file. nullopt when it does not exist (ENOENT, or ENOTDIR: a
-// parent component is a row, so nothing can be under it).
-Result<std::optional<std::string>> read_small(const std::string& path, size_t max_bytes) {
-  Fd f(open_stored(path));
+// Reads a whole small file, `name` relative to the directory `at` (AT_FDCWD: a path);
+// `dir` is that directory's path, for messages only ("" for AT_FDCWD). nullopt when
+// it does not exist (ENOENT, or ENOTDIR: a parent component is a row, so nothing can
+// be under it).
+Result<std::optional<std::string>> read_small_at(int at, std::string_view dir,
+                                                 const std::string& name, size_t max_bytes) {
+  Fd f(open_stored_at(at, name));
+  auto path = [&] { return dir.empty() ? name : fmt::format("{}/{}", dir, name); };
   if (!f.valid()) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>();
-    return files::os_error(path, "open", errno);
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return std::optional<std::string>();
+    return files::os_error(path(), "open", err);
   }
   struct stat st {};
-  if (::fstat(f.get(), &st) != 0) return files::os_error(path, "stat", errno);
+  if (::fstat(f.get(), &st) != 0) {
+    int err = errno;
+    return files::os_error(path(), "stat", err);
+  }
   if (S_ISDIR(st.st_mode)) {
     return fail(Errc::kInvalidInput,
-                fmt::format("{}: is a directory: the address is a prefix of other rows", path));
+                fmt::format("{}: is a directory: the address is a prefix of other rows", path()));
   }
   std::string out;
   char buf[65536];
@@ -59,15 +68,20 @@ Result<std::optional<std::string>> read_small(const std::string& path, size_t ma
     ssize_t n = ::read(f.get(), buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return files::os_error(path, "read", errno);
+      int err = errno;
+      return files::os_error(path(), "read", err);
     }
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      return fail(Errc::kIo, fmt::format("{}: larger than {} bytes", path, max_bytes));
+      return fail(Errc::kIo, fmt::format("{}: larger than {} bytes", path(), max_bytes));
     }
     out.append(buf, static_cast<size_t>(n));
   }
   return std::optional<std::string>(std::move(out));
+}
+
+Result<std::optional<std::string>> read_small(const std::string& path, size_t max_bytes) {
+  return read_small_at(AT_FDCWD, "", path, max_bytes);
 }
 
 // Appends every file under `dir` (as "<rel>/<name>") to `out`, skipping hidden names
@@ -203,10 +217,12 @@ Result<std::unique_ptr<FileStore>> FileStore::open(const std::string& dir_in, Op
 FileStore::FileStore(std::string dir, Options options, std::unique_ptr<posix::SyncBarrier> barrier)
     : dir_(std::move(dir)), options_(options), barrier_(std::move(barrier)) {
   objects_fd_ = ::open((dir_ + "/objects").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  root_fd_ = ::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
 FileStore::~FileStore() {
   if (objects_fd_ >= 0) ::close(objects_fd_);
+  if (root_fd_ >= 0) ::close(root_fd_);
 }
 
 std::string FileStore::object_path(std::string_view name) const {
@@ -571,7 +587,8 @@ Result<RowPut> FileStore::put_row(std::string_view address, std::string_view byt
 
 Result<std::optional<std::string>> FileStore::get_row(std::string_view address) {
   BERTH_CHECK(check_row_address(address));
-  return read_small(row_path(address), kMaxRowBytes);
+  if (root_fd_ < 0) return read_small(row_path(address), kMaxRowBytes);
+  return read_small_at(root_fd_, dir_, std::string(address), kMaxRowBytes);
 }
 
 Result<std::vector<std::string>> FileStore::list_rows(std::string_view prefix) {

@@ -117,6 +117,10 @@ class FileStore : public ObjectStore {
   // two components rather than the whole path (a settled check stats every object).
   // -1 when it could not be opened: the whole path is used.
   int objects_fd_ = -1;
+  // dir_, opened (O_PATH) once: get_row() opens "rows/…" under it, so that a run's
+  // 10^6 look-ups do not each walk dir_'s whole path. -1 when it could not be opened:
+  // the whole path is used.
+  int root_fd_ = -1;
 };
 
 }  // namespace berth::store

@@ -2,15 +2,27 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "util/sha256.h"
 #include "util/strings.h"
 
 namespace berth::store {
 namespace {
 
-bool address_char(char c) {
-  return str::is_alnum(c) || c == '.' || c == '_' || c == ':' || c == '+' || c == '=' || c == '-';
-}
+// [A-Za-z0-9._:+=-], as a table: every step's cache look-up checks a 64-character key.
+constexpr std::array<bool, 256> kAddressChars = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    auto ch = static_cast<char>(c);
+    bool alnum = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+    t[static_cast<size_t>(c)] =
+        alnum || ch == '.' || ch == '_' || ch == ':' || ch == '+' || ch == '=' || ch == '-';
+  }
+  return t;
+}();
+
+bool address_char(char c) { return kAddressChars[static_cast<unsigned char>(c)]; }
 
 // Checks one '/'-separated component; `what` names the whole input for the message.
 Result<void> check_component(std::string_view what, std::string_view c, size_t index) {
@@ -50,19 +62,31 @@ Result<void> check_path(std::string_view s, size_t min_components) {
     return fail(Errc::kInvalidInput, fmt::format("row address \"{}...\": longer than {} bytes",
                                                  str::printable(s, 60), kMaxAddressBytes));
   }
-  auto parts = str::split(s, '/');
-  for (size_t i = 0; i < parts.size(); ++i) BERTH_CHECK(check_component(s, parts[i], i));
-  if (parts[0] != "rows") {
+  // Component by component, without a vector of them: every step's cache look-up
+  // checks an address.
+  size_t count = 0;
+  std::string_view first, second;
+  for (size_t start = 0;; ++count) {
+    size_t slash = s.find('/', start);
+    std::string_view part = s.substr(start, slash == std::string_view::npos ? slash : slash - start);
+    BERTH_CHECK(check_component(s, part, count));
+    if (count == 0) first = part;
+    if (count == 1) second = part;
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  ++count;
+  if (first != "rows") {
     return fail(Errc::kInvalidInput,
                 fmt::format("row address \"{}\": must start with \"rows/\"", str::printable(s)));
   }
-  if (parts.size() >= 2 && !version_component(parts[1])) {
+  if (count >= 2 && !version_component(second)) {
     return fail(Errc::kInvalidInput,
                 fmt::format("row address \"{}\": second component must be the row format "
                             "version, \"v<N>\"",
                             str::printable(s)));
   }
-  if (parts.size() < min_components) {
+  if (count < min_components) {
     return fail(
         Errc::kInvalidInput,
         fmt::format("row address \"{}\": expected rows/v<N>/<kind>/<key>", str::printable(s)));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 namespace berth::str {
 
 std::string_view trim(std::string_view s) {
@@ -185,6 +187,27 @@ size_t json_value_end(std::string_view s, size_t at, int limit) {
     return deep || depth == 0;
   });
   return i == std::string_view::npos || deep ? std::string_view::npos : i + 1;
+}
+
+bool is_plain_json(std::string_view s) {
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  // Printable ASCII without a quote or a backslash is written as it is; anything else
+  // (escapes, UTF-8 to check) goes through nlohmann, so that the rules are its own.
+  if (is_plain_json(s)) {
+    out += '"';
+    out.append(s);
+    out += '"';
+    return;
+  }
+  out += nlohmann::json(std::string(s)).dump(-1, ' ', false,
+                                             nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace berth::str

@@ -67,4 +67,14 @@ bool json_deeper_than(std::string_view s, int limit);
 // the JSON between them.
 size_t json_value_end(std::string_view s, size_t at, int limit);
 
+// True when `s` is printable ASCII without a quote or a backslash: as a JSON string it
+// is itself between quotes.
+bool is_plain_json(std::string_view s);
+
+// Appends `s` as a JSON string, quotes included, byte for byte as nlohmann's
+// dump(-1, ' ', false, error_handler_t::replace) writes it: invalid UTF-8 becomes
+// U+FFFD rather than an exception. For JSON written straight into a buffer, without
+// building a tree of 10^5 nodes first.
+void append_json_string(std::string& out, std::string_view s);
+
 }  // namespace berth::str
