@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "store/file_store.h"
 #include "store/memory_store.h"
@@ -105,6 +106,22 @@ TEST(CollectStore, AUseRefreshesAnOldEntrysAtimeAndLeavesItsMtime) {
   EXPECT_TRUE(*f.s->touch_row("rows/v1/steps/k"));
   EXPECT_GE(time_of(f.s->row_path("rows/v1/steps/k")), f.now - 60'000);
   EXPECT_FALSE(*f.s->touch_row("rows/v1/steps/none"));
+}
+
+// Asking about many objects at once (an edited rerun's reused steps) is a use too: an
+// old object is refreshed, a young one left as it is.
+TEST(CollectStore, AskingAboutManyAtOnceRefreshesTheOldOnes) {
+  Fixture f;
+  std::string old_a = f.object("old a");
+  std::string young = f.object("young", false);
+  int64_t recent = f.now - 60'000;
+  age(f.s->object_path(young), recent);
+  std::vector<std::string> names{old_a, young, "sha256:" + std::string(64, '0')};
+  std::vector<char> present(names.size(), 9);
+  f.s->has_objects(names, present);
+  EXPECT_EQ(present, (std::vector<char>{1, 1, 0}));
+  EXPECT_GE(time_of(f.s->object_path(old_a)), f.now - 60'000) << "refreshed";
+  EXPECT_EQ(time_of(f.s->object_path(young)), recent) << "not written to";
 }
 
 TEST(CollectStore, DeletesWhatIsOldAndNotSpared) {
