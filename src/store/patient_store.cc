@@ -117,6 +117,17 @@ Result<bool> PatientStore::has_object(std::string_view name) {
   return patiently<bool>([&] { return inner_->has_object(name); });
 }
 
+void PatientStore::has_objects(std::span<const std::string> names, std::span<char> present) {
+  // A 0 in the batch may be a question that failed: those are asked again one by one,
+  // patiently. Present ones need no patience.
+  inner_->has_objects(names, present);
+  for (size_t i = 0; i < names.size() && i < present.size(); ++i) {
+    if (present[i]) continue;
+    auto has = has_object(names[i]);
+    present[i] = has.ok() && *has;
+  }
+}
+
 Result<RowPut> PatientStore::put_row(std::string_view address, std::string_view bytes) {
   bool retried = false;
   auto r = patiently<RowPut>([&] { return inner_->put_row(address, bytes); }, &retried);

@@ -67,6 +67,9 @@ class PatientStore : public ObjectStore {
                                         const std::string& dest_path) override;
   Result<ObjectRead> materialize(std::string_view name, const std::string& dest_path) override;
   Result<bool> has_object(std::string_view name) override;
+  // The wrapped store's batch; what it calls absent is asked again one by one,
+  // patiently, since a failed question reads as absent there.
+  void has_objects(std::span<const std::string> names, std::span<char> present) override;
   Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
   Result<std::optional<std::string>> get_row(std::string_view address) override;
   Result<std::vector<std::string>> list_rows(std::string_view prefix) override;

@@ -32,6 +32,22 @@ class FlakyStore : public MemoryStore {
     if (take_down()) return fail(code, "connection refused");
     return MemoryStore::get_row(address);
   }
+  Result<bool> has_object(std::string_view name) override {
+    ++calls;
+    ++single_asks;
+    if (take_down()) return fail(code, "connection refused");
+    return MemoryStore::has_object(name);
+  }
+  // The default batch asks has_object() one by one, where a failed question reads as
+  // absent; counted apart so a test sees which answers were asked again.
+  void has_objects(std::span<const std::string> names, std::span<char> present) override {
+    ++batches;
+    int singles = single_asks;
+    MemoryStore::has_objects(names, present);
+    single_asks = singles;
+  }
+  std::atomic<int> single_asks{0};
+  std::atomic<int> batches{0};
   Result<RowPut> put_row(std::string_view address, std::string_view bytes) override {
     ++calls;
     if (lose_put_row_answer) {
@@ -120,6 +136,25 @@ TEST(PatientStore, GivesUpPastThePatienceNamingStoreAndError) {
   milliseconds total{0};
   for (auto d : s.sleeps) total += d;
   EXPECT_EQ(total.count(), 3000);
+}
+
+TEST(PatientStore, ABatchOfQuestionsAsksAgainOnlyWhatReadAsAbsent) {
+  Rig s;
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) names.push_back(*s.flaky->put_object("o" + std::to_string(i)));
+  names.push_back(object_name_of("never stored"));
+  // The store is away for the first two questions of the batch: they read as absent
+  // there, and are asked again, patiently, with the one truly absent.
+  s.flaky->down = 2;
+  std::vector<char> present(names.size(), 7);
+  s.store->has_objects(names, present);
+  EXPECT_EQ(s.flaky->batches, 1);
+  EXPECT_EQ(std::vector<char>(present.begin(), present.end()),
+            (std::vector<char>{1, 1, 1, 1, 0}));
+  // Two failed in the batch (not counted as single asks), then three asked alone:
+  // the two absent-by-failure and the never-stored one.
+  EXPECT_EQ(s.flaky->single_asks, 3);
+  EXPECT_TRUE(s.sleeps.empty());  // the store was back when they were asked again
 }
 
 TEST(PatientStore, OtherErrorsAreNotRetried) {

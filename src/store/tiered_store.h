@@ -46,6 +46,8 @@ class TieredStore : public ObjectStore {
   // Present in the shared tier (refreshed there, spec 05 §10); an object only the local
   // tier still holds is copied up first.
   Result<bool> has_object(std::string_view name) override;
+  // The shared tier's batch; what it lacks is asked again one by one, as above.
+  void has_objects(std::span<const std::string> names, std::span<char> present) override;
   Result<bool> touch_row(std::string_view address) override;
   Result<RowPut> put_row(std::string_view address, std::string_view bytes) override;
   Result<std::optional<std::string>> get_row(std::string_view address) override;

@@ -62,6 +62,20 @@ TEST(TieredStore, CorruptEverywhereIsCorrupt) {
   EXPECT_EQ(r->found, Found::kCorrupt);
 }
 
+TEST(TieredStore, ABatchOfQuestionsPutsBackWhatOnlyTheLocalTierHolds) {
+  auto t = make();
+  std::string both = *t.store->put_object("both");
+  std::string local_only = *t.local->put_object("local only");
+  std::string nowhere = object_name_of("nowhere");
+  std::vector<std::string> names{both, local_only, nowhere};
+  std::vector<char> present(names.size(), 7);
+  t.store->has_objects(names, present);
+  EXPECT_EQ(std::vector<char>(present.begin(), present.end()), (std::vector<char>{1, 1, 0}));
+  // Every worker must find what a row built on this answer names.
+  EXPECT_TRUE(*t.shared->has_object(local_only));
+  EXPECT_FALSE(*t.shared->has_object(nowhere));
+}
+
 TEST(TieredStore, RowsNeverTouchTheLocalTier) {
   // Spec 05 §7: a lease written through the local tier is invisible to every other
   // worker, so distribution and divergence detection would be silently absent.
