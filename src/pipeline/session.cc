@@ -261,6 +261,12 @@ struct Session::State {
   std::shared_ptr<const std::string> recorded_steps() const;
   // The ordinary run's report: written, stored, and the settled record kept or dropped.
   void publish(RunReport& rep, const RunOptions& ro, RunOutcome& out);
+  // Stores `steps` and keeps them in the cache as the file a settled record names
+  // (settled_steps_path()), written once: the store is handed that very file, which a
+  // file store on this filesystem (or a worker's local tier) links as its copy, so
+  // that megabytes are not written and made durable twice. Returns the object's name
+  // and the file.
+  Result<std::pair<std::string, std::string>> keep_settled_steps(std::string_view steps);
 };
 
 Session::Session(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -520,6 +526,31 @@ std::optional<RunOutcome> Session::State::run_settled() {
   return out;
 }
 
+Result<std::pair<std::string, std::string>> Session::State::keep_settled_steps(
+    std::string_view steps) {
+  std::string dir = cache + "/settled";
+  std::error_code mk;
+  fs::create_directories(dir, mk);
+  if (mk) return files::os_error(dir, "mkdir", mk.value());
+  std::string tmp;
+  BERTH_TRY(files::Fd fd, files::create_temp(dir, 0644, &tmp));
+  files::TempGuard guard{tmp};
+  BERTH_CHECK(files::write_all(fd.get(), steps.data(), steps.size(), tmp));
+  BERTH_TRY(std::string name, shared->adopt_object_file(tmp));
+  // Linked as the store's copy, this file is made durable as the store makes its
+  // objects (publish() stores the run's row after it). The store took a copy instead
+  // (another filesystem, a remote store, the object there already): this one is made
+  // durable on its own, as a record's steps must be whole when the record is.
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || st.st_nlink < 2) BERTH_CHECK(files::fsync_fd(fd.get(), tmp));
+  fd.reset();
+  std::string path = settled_steps_path(cache, name);
+  if (path.empty()) return fail(Errc::kIo, "the store named the settled steps " + name);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return files::os_error(path, "rename onto", errno);
+  guard.disarm();
+  return std::make_pair(std::move(name), std::move(path));
+}
+
 void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
   // A dry run's report is neither kept nor stored, and records nothing: its JSON,
   // megabytes for 10^5 steps, is made only if it is printed (write_report()).
@@ -530,6 +561,23 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   out.report_steps = report_steps_json(rep, &spans);
   out.report_head = report_json_head(rep);
   const std::string& steps_json = out.report_steps;
+  // A record is kept of a run whose every step is in it; with it, beside the index, the
+  // steps a rerun reports: this run's own when none executed, else the same with the
+  // executed ones reported cached.
+  bool record = ro.record_settled && rep.settled && rep.settled->entries.size() == spans.size();
+  bool executed = rep.count(StepState::kExecuted) > 0;
+  std::string rerun_steps;
+  EntrySpans rerun_spans;
+  if (record && executed) rerun_steps = settled_steps_json(rep, steps_json, spans, &rerun_spans);
+  const std::string& steps = executed ? rerun_steps : steps_json;
+  const EntrySpans& at = executed ? rerun_spans : spans;
+  // Kept before the report is stored: when they are the report's own steps, storing
+  // the report finds them stored; and the run's row, written after, makes them durable
+  // with everything else the store holds (spec 05 §4).
+  std::optional<std::pair<std::string, std::string>> kept_steps;  // object, file
+  if (record) {
+    if (auto k = keep_settled_steps(steps); k.ok()) kept_steps = std::move(*k);
+  }
   std::string steps_object;
   {
     // Beside the pipeline (replaced atomically, not fsynced: the runs row is the
@@ -539,7 +587,8 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
       say(w.error().message());
     }
     auto stored = store_report(
-        rep, "", [&]() -> Result<std::string_view> { return std::string_view(steps_json); },
+        rep, kept_steps && !executed ? kept_steps->first : "",
+        [&]() -> Result<std::string_view> { return std::string_view(steps_json); },
         std::nullopt, *shared);
     if (stored.ok()) {
       steps_object = *stored;
@@ -548,25 +597,13 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
     }
   }
   if (!ro.record_settled) return;
-  // The record, and beside it the steps a rerun reports (an object of their own when
-  // steps executed: this run reports them executed); or no record.
   bool kept = false;
   std::string steps_path, record_path;
-  if (rep.settled && !steps_object.empty() && rep.settled->entries.size() == spans.size()) {
-    std::string rerun_steps;
-    EntrySpans rerun_spans;
-    if (rep.count(StepState::kExecuted) > 0) {
-      rerun_steps = settled_steps_json(rep, steps_json, spans, &rerun_spans);
-      auto name = shared->put_object(rerun_steps);
-      steps_object = name.ok() ? *name : "";
-    }
-    const std::string& steps = rerun_steps.empty() ? steps_json : rerun_steps;
-    const EntrySpans& at = rerun_steps.empty() ? spans : rerun_spans;
-    steps_path = settled_steps_path(cache, steps_object);
-    record_path = settled_record_path(cache, steps_object);
-    std::error_code mk;
-    if (!steps_path.empty()) fs::create_directories(fs::path(steps_path).parent_path(), mk);
-    if (!steps_path.empty() && !mk && files::write_file_atomic(steps_path, steps).ok()) {
+  if (record && !steps_object.empty()) {
+    if (kept_steps) {
+      steps_object = kept_steps->first;
+      steps_path = kept_steps->second;
+      record_path = settled_record_path(cache, steps_object);
       Settled& rec = *rep.settled;
       for (size_t i = 0; i < at.size(); ++i) {
         rec.entries[i].offset = at[i].first;
@@ -587,6 +624,8 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
       }
     }
   }
+  // A steps file kept for a record that was not: gone with it.
+  if (kept_steps && !kept) ::unlink(kept_steps->second.c_str());
   if (!kept) index->forget_settled(settled_name);
   if (!previous_steps.empty() && (!kept || previous_steps != steps_path)) {
     ::unlink(previous_steps.c_str());

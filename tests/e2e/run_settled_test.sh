@@ -179,7 +179,10 @@ mv "$sfile" "$T/steps.keep"
 run run pipeline.toml --format json
 expect_eq "steps file missing: ordinary, all cached" "$(settled) $(counts)" "False 0 executed 4 cached"
 expect_eq "steps file missing: written again" "$(cmp -s "$sfile" "$T/steps.keep" && echo same)" same
-printf ' ' >>"$sfile"
+# Replaced, not written into: the inode is the store's.
+cp "$sfile" "$T/steps.longer"
+printf ' ' >>"$T/steps.longer"
+mv -f "$T/steps.longer" "$sfile"
 run run pipeline.toml --format json
 expect_eq "steps file longer: ordinary" "$(settled)" False
 settle
@@ -190,6 +193,13 @@ expect_eq "settled again: one steps file, one record" \
 printf 'tool 2\n' >toolver
 run run pipeline.toml --format json
 expect_eq "tool changed: ordinary, w-* executed" "$(settled) $(counts)" "False 3 executed 1 cached"
+# Written once: the steps a rerun reports (new ones: three steps executed) are kept in
+# the store and beside the index as one file (a file store on the same filesystem links
+# the cache's file as its copy), not as two copies of what may be megabytes.
+sfile=$(ls .berth/cache/settled/*.json)
+sname=$(basename "$sfile" .json)
+expect_eq "steps file: the store's copy itself" \
+  "$(stat -c %i "$sfile")" "$(stat -c %i ".berth/store/objects/${sname:0:2}/${sname:2}")"
 settle
 
 # Another results directory is another run.
