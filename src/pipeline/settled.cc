@@ -298,7 +298,10 @@ std::optional<std::string> hash_of_file(const std::string& path) {
 // a stat's cost is mostly its path walk, one component at a time, and a record's files
 // lie under a few directories. A file's parent is opened once a second file under it
 // is seen (inputs/ holds many; results/<step>/ one or two), else its grandparent
-// (results/ holds every step's). One per thread.
+// (results/ holds every step's). One per thread. At most kMaxOpen are held: a process
+// holding hundreds grows its descriptor table, and a table shared by threads grows only
+// after an RCU grace period each time it doubles (milliseconds each, on the first
+// check's critical path); past that, a path is walked whole.
 class DirCache {
  public:
   DirCache() = default;
@@ -339,10 +342,15 @@ class DirCache {
 
  private:
   static constexpr size_t kMaxDirs = 1024;
+  static constexpr int kMaxOpen = 16;
   static constexpr int kSeenOnce = -2;
-  static int open_dir(std::string_view dir) {
-    return ::open(std::string(dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int open_dir(std::string_view dir) {
+    if (open_ >= kMaxOpen) return -1;
+    int fd = ::open(std::string(dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) ++open_;
+    return fd;
   }
+  int open_ = 0;
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "store/memory_store.h"
+#include "store/testing.h"
 #include "util/sha256.h"
 
 namespace berth::pipeline {
@@ -290,6 +292,32 @@ TEST_F(SettledCheck, EveryFactIsCheckedPastTheFirstDifference) {
   for (size_t i = 0; i < s_.objects.size(); ++i) EXPECT_EQ(c.object_ok[i], i % 2 == 0) << i;
   EXPECT_TRUE(c.requests_fit);
   EXPECT_TRUE(c.tools_same);
+}
+
+TEST(Settled, CheckingFilesInManyDirectoriesHoldsFewDescriptors) {
+  // 600 directories of two files each: every parent is one worth opening, and were each
+  // held, the descriptor table (shared by the check's two threads) would grow past the
+  // 256 a process started from a shell often inherits.
+  store::testing::TempDir d;
+  Settled s;
+  for (int i = 0; i < 600; ++i) {
+    std::string dir = d / ("d" + std::to_string(i));
+    fs::create_directory(dir);
+    for (const char* f : {"/a", "/b"}) {
+      std::ofstream(dir + f) << i;
+      auto st = FileStamp::of(dir + f);
+      ASSERT_TRUE(st.ok());
+      s.files.push_back({dir + f, *st, true, {}});
+    }
+  }
+  store::MemoryStore store;
+  Probe probe;
+  int before = store::testing::fd_table_size();
+  ASSERT_GT(before, 0);
+  auto c = check_settled(s, {}, store, probe);
+  EXPECT_EQ(c.difference, std::nullopt);
+  EXPECT_EQ(std::count(c.file_ok.begin(), c.file_ok.end(), 1), 1200);
+  EXPECT_LE(store::testing::fd_table_size(), std::max(before, 64)) << before;
 }
 
 TEST(Settled, RacyInputsBecomePlainOnceTheWindowHasPassed) {

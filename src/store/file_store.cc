@@ -499,9 +499,9 @@ Result<bool> FileStore::touch_row(std::string_view address) {
 
 void FileStore::has_objects(std::span<const std::string> names, std::span<char> present) {
   if (objects_fd_ < 0) return ObjectStore::has_objects(names, present);
-  int shards[256];
-  std::fill(std::begin(shards), std::end(shards), -2);  // -2: not opened yet
-  auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  // Each object by its path under objects/ ("ab/cdef…"): no descriptor per shard. A
+  // process holding hundreds grows its descriptor table, and a table shared by threads
+  // grows only after an RCU grace period each time it doubles (milliseconds each).
   for (size_t i = 0; i < names.size() && i < present.size(); ++i) {
     const std::string& name = names[i];
     if (!check_object_name(name).ok()) {
@@ -509,21 +509,14 @@ void FileStore::has_objects(std::span<const std::string> names, std::span<char> 
       continue;
     }
     std::string_view hex = std::string_view(name).substr(name.size() - 64);
-    int& shard = shards[digit(hex[0]) * 16 + digit(hex[1])];
-    if (shard == -2) {
-      char dir[3] = {hex[0], hex[1], '\0'};
-      shard = ::openat(objects_fd_, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    }
-    if (shard < 0) {
-      auto has = has_object(name);
-      present[i] = has.ok() && *has;
-      continue;
-    }
-    char rest[63];
-    hex.substr(2).copy(rest, 62);
-    rest[62] = '\0';
+    char rel[66];
+    rel[0] = hex[0];
+    rel[1] = hex[1];
+    rel[2] = '/';
+    hex.substr(2).copy(rel + 3, 62);
+    rel[65] = '\0';
     struct stat st {};
-    if (::fstatat(shard, rest, &st, 0) != 0) {
+    if (::fstatat(objects_fd_, rel, &st, 0) != 0) {
       present[i] = 0;
     } else if (now_ms() - entry_time_ms(st) <= kRefreshAfter.count()) {
       present[i] = 1;
@@ -532,9 +525,6 @@ void FileStore::has_objects(std::span<const std::string> names, std::span<char> 
       auto has = has_object(name);
       present[i] = has.ok() && *has;
     }
-  }
-  for (int fd : shards) {
-    if (fd >= 0) ::close(fd);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <string>
@@ -166,6 +167,24 @@ TEST(SyncBarrier, EveryWaitIsCoveredByAFlushThatStartedAfterIt) {
   EXPECT_GE((*b)->syncs(), 2u + 10u);  // each thread's 10 waits are 10 flushes at least
   EXPECT_LE((*b)->syncs(), 2u + 80u);
   EXPECT_FALSE(posix::SyncBarrier::open(d / "missing").ok());
+}
+
+TEST(FileStore, AskingAboutManyObjectsHoldsNoDescriptorPerShard) {
+  // Objects in every one of the 256 shards, asked about at once: were a descriptor held
+  // per shard, the table would grow past the 256 a process started from a shell often
+  // inherits.
+  testing::TempDir d;
+  auto s = open_or_die(d / "s");
+  std::vector<std::string> names;
+  for (int i = 0; i < 3000; ++i) names.push_back(*s->put_object("o" + std::to_string(i)));
+  names.push_back(object_name_of("absent"));
+  int before = testing::fd_table_size();
+  ASSERT_GT(before, 0);
+  std::vector<char> present(names.size(), 7);
+  s->has_objects(names, present);
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 3000);
+  EXPECT_EQ(present.back(), 0);
+  EXPECT_LE(testing::fd_table_size(), std::max(before, 64)) << before;
 }
 
 TEST(FileStore, RefusesADirectoryThatIsNotAStore) {

@@ -1,9 +1,11 @@
-// Test-only helpers for store_test: a scratch directory removed at the end of a test.
+// Test-only helpers: a scratch directory removed at the end of a test, and the size of
+// the process's descriptor table.
 #pragma once
 
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace berth::store::testing {
@@ -28,5 +30,22 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// How many descriptors the process's table has room for (FDSize in /proc/self/status;
+// 0 when it cannot be read). It starts at 64 and doubles as more are held at once, never
+// shrinking, and a table shared by threads doubles only after an RCU grace period: code
+// on a hot path that holds hundreds at once shows up here.
+inline int fd_table_size() {
+  std::ifstream in("/proc/self/status");
+  std::string word;
+  while (in >> word) {
+    if (word == "FDSize:") {
+      int n = 0;
+      in >> n;
+      return n;
+    }
+  }
+  return 0;
+}
 
 }  // namespace berth::store::testing
