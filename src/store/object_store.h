@@ -32,6 +32,7 @@
 //     the entry's time (has_object(), touch_row()), which is what makes that safe.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -192,10 +193,8 @@ class ObjectStore {
   // it does not or the question failed. A backend may answer many at once faster than
   // one by one; thread-safe as far as has_object() is.
   virtual void has_objects(std::span<const std::string> names, std::span<char> present) {
-    for (size_t i = 0; i < names.size() && i < present.size(); ++i) {
-      auto has = has_object(names[i]);
-      present[i] = has.ok() && *has;
-    }
+    std::fill(present.begin(), present.end(), 0);
+    ask_absent_again(names, present);
   }
 
   // Publishes `bytes` at `address` unless a row is already there: of any number of
@@ -237,6 +236,17 @@ class ObjectStore {
   virtual Result<std::vector<std::string>> collect(
       EntryKind kind, const std::vector<std::string>& names, int64_t cutoff_ms,
       const std::function<Result<std::set<std::string>>()>& spare);
+
+ protected:
+  // has_object() of every one of `names` that `present` holds 0 for: a wrapper's
+  // has_objects() after its inner store's batch, where 0 may be a question that failed.
+  void ask_absent_again(std::span<const std::string> names, std::span<char> present) {
+    for (size_t i = 0; i < names.size() && i < present.size(); ++i) {
+      if (present[i]) continue;
+      auto has = has_object(names[i]);
+      present[i] = has.ok() && *has;
+    }
+  }
 };
 
 }  // namespace berth::store

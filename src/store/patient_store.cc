@@ -121,11 +121,7 @@ void PatientStore::has_objects(std::span<const std::string> names, std::span<cha
   // A 0 in the batch may be a question that failed: those are asked again one by one,
   // patiently. Present ones need no patience.
   inner_->has_objects(names, present);
-  for (size_t i = 0; i < names.size() && i < present.size(); ++i) {
-    if (present[i]) continue;
-    auto has = has_object(names[i]);
-    present[i] = has.ok() && *has;
-  }
+  ask_absent_again(names, present);
 }
 
 Result<RowPut> PatientStore::put_row(std::string_view address, std::string_view bytes) {

@@ -106,11 +106,7 @@ void TieredStore::has_objects(std::span<const std::string> names, std::span<char
   // The shared tier answers the batch; only what it lacks is asked one by one, so that
   // an object only this tier still holds is put back (as has_object does).
   shared_->has_objects(names, present);
-  for (size_t i = 0; i < names.size() && i < present.size(); ++i) {
-    if (present[i]) continue;
-    auto has = has_object(names[i]);
-    present[i] = has.ok() && *has;
-  }
+  ask_absent_again(names, present);
 }
 
 Result<bool> TieredStore::touch_row(std::string_view address) {
