@@ -180,7 +180,7 @@ run run pipeline.toml --format json
 expect_eq "steps file missing: ordinary, all cached" "$(settled) $(counts)" "False 0 executed 4 cached"
 expect_eq "steps file missing: written again" "$(cmp -s "$sfile" "$T/steps.keep" && echo same)" same
 # Replaced, not written into: the inode is the store's.
-cp "$sfile" "$T/steps.longer"
+cat "$sfile" >"$T/steps.longer"
 printf ' ' >>"$T/steps.longer"
 mv -f "$T/steps.longer" "$sfile"
 run run pipeline.toml --format json
