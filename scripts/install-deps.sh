@@ -7,8 +7,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 PKGS=(
-  # toolchain
-  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config git
+  # toolchain; llvm for llvm-symbolizer: sanitizer reports name their functions, and
+  # the ThreadSanitizer pass's one suppression (a race inside libpmix) matches by name
+  cmake ninja-build g++ clang libclang-rt-14-dev llvm pkg-config git
   # libraries berth links
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libhwloc-dev
   libssl-dev libsqlite3-dev libcurl4-openssl-dev libpmix-dev

@@ -37,6 +37,12 @@ ctest --preset dev "${exclude[@]}"
 # (Python). Its build has no fuzzers and no Python module; a data race fails the test
 # it shows up in. The one report inside libpmix's own shutdown is suppressed by name
 # (src/wireup/pmix_server.cc), nothing else.
+# Its one suppression matches a function by name, which only a symbolizer can give.
+if ! command -v llvm-symbolizer >/dev/null; then
+  echo "test.sh: llvm-symbolizer is not on PATH (scripts/install-deps.sh installs llvm):" \
+    "ThreadSanitizer could not name the libpmix function its suppression matches" >&2
+  exit 1
+fi
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan
 ctest --preset tsan "${exclude[@]}"
