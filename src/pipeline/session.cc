@@ -599,29 +599,27 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   if (!ro.record_settled) return;
   bool kept = false;
   std::string steps_path, record_path;
-  if (record && !steps_object.empty()) {
-    if (kept_steps) {
-      steps_object = kept_steps->first;
-      steps_path = kept_steps->second;
-      record_path = settled_record_path(cache, steps_object);
-      Settled& rec = *rep.settled;
-      for (size_t i = 0; i < at.size(); ++i) {
-        rec.entries[i].offset = at[i].first;
-        rec.entries[i].length = at[i].second;
-      }
-      rec.steps_object = steps_object;
-      rec.steps_bytes = steps.size();
-      rec.context = context();
-      rec.base = base();
-      // Inputs reused from the old record were read again by its check if racy.
-      if (check) settle_racy_inputs(rec, check_ns);
-      // Not fsynced: a record torn by a crash does not decode, and costs one ordinary
-      // run; the steps it names were.
-      std::string bytes = encode_settled(rec);
-      if (files::write_file_atomic(record_path, bytes, false).ok()) {
-        index->remember_settled(settled_name, settled_pointer(record_path, bytes.size()));
-        kept = true;
-      }
+  if (record && !steps_object.empty() && kept_steps) {
+    steps_object = kept_steps->first;
+    steps_path = kept_steps->second;
+    record_path = settled_record_path(cache, steps_object);
+    Settled& rec = *rep.settled;
+    for (size_t i = 0; i < at.size(); ++i) {
+      rec.entries[i].offset = at[i].first;
+      rec.entries[i].length = at[i].second;
+    }
+    rec.steps_object = steps_object;
+    rec.steps_bytes = steps.size();
+    rec.context = context();
+    rec.base = base();
+    // Inputs reused from the old record were read again by its check if racy.
+    if (check) settle_racy_inputs(rec, check_ns);
+    // Not fsynced: a record torn by a crash does not decode, and costs one ordinary
+    // run; the steps it names were.
+    std::string bytes = encode_settled(rec);
+    if (files::write_file_atomic(record_path, bytes, false).ok()) {
+      index->remember_settled(settled_name, settled_pointer(record_path, bytes.size()));
+      kept = true;
     }
   }
   // A steps file kept for a record that was not: gone with it.
