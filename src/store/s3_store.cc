@@ -530,8 +530,16 @@ Result<void> S3Store::check_format() {
   }
   // Read once more for the ETag: whether this server's ETags are MD5s decides whether
   // reads can be checked against them (torn()).
+  // Until the probe below has run, get_small trusts every read. FORMAT is never empty
+  // nor a part of itself, so such a read is a write in progress (s3rver writes a body in
+  // place and answers a PUT before its bytes reach the disk): read it again.
   std::string etag;
-  BERTH_TRY(format, get_small(key, 4096, &etag));
+  for (int attempt = 1;; ++attempt) {
+    BERTH_TRY(format, get_small(key, 4096, &etag));
+    bool partial = format && format->size() < kFormat.size() && kFormat.starts_with(*format);
+    if (!partial || attempt >= client_.attempts()) break;
+    client_.pause(attempt);
+  }
   if (format) etag_is_md5_ = !etag.empty() && md5_hex(*format) == etag;
   if (!format || *format != kFormat) {
     return fail(Errc::kRefused,
