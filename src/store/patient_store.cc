@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <random>
 #include <thread>
 
 namespace berth::store {
@@ -54,7 +53,6 @@ void PatientStore::answered() {
 
 template <typename T, typename F>
 Result<T> PatientStore::patiently(F&& op, bool* retried) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
   std::optional<std::chrono::steady_clock::time_point> since;
   std::chrono::milliseconds delay = p_.first_delay;
   for (;;) {
@@ -79,10 +77,8 @@ Result<T> PatientStore::patiently(F&& op, bool* retried) {
                               r.error().message()));
     }
     if (retried != nullptr) *retried = true;
-    // Jittered in [delay/2, delay], and never past the patience.
-    std::uniform_int_distribution<int64_t> jitter(delay.count() / 2, delay.count());
-    std::chrono::milliseconds pause{jitter(rng)};
-    pause = std::min(pause, p_.patience - waited);
+    // Jittered, and never past the patience.
+    std::chrono::milliseconds pause = std::min(jittered(delay), p_.patience - waited);
     p_.sleep(std::max(pause, std::chrono::milliseconds(1)));
     delay = std::min(delay * 2, p_.max_delay);
   }

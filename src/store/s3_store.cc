@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <random>
 #include <thread>
 
 #include "store/posix_io.h"
@@ -391,12 +390,8 @@ Failure S3Client::failure(const S3Request& request, const HttpResponse& response
 }
 
 void S3Client::pause(int attempt) const {
-  // Drawn per thread: no lock, and N threads backing off do not draw the same delays.
-  thread_local std::mt19937_64 rng{std::random_device{}()};
   int64_t delay = retry_.first_delay.count() << std::min(attempt - 1, 20);
-  // Backoff with jitter: uniform in [delay/2, delay].
-  std::uniform_int_distribution<int64_t> jitter(delay / 2, delay);
-  retry_.sleep(std::chrono::milliseconds(jitter(rng)));
+  retry_.sleep(jittered(std::chrono::milliseconds(delay)));
 }
 
 Result<HttpResponse> S3Client::send(const S3Request& request) const {

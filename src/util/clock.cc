@@ -1,6 +1,7 @@
 #include "util/clock.h"
 
 #include <ctime>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,12 @@ std::string utc_text(std::chrono::system_clock::time_point t, bool millis) {
   if (millis) out += fmt::format(".{:03}", duration_cast<milliseconds>(t - secs).count());
   out += 'Z';
   return out;
+}
+
+std::chrono::milliseconds jittered(std::chrono::milliseconds delay) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<int64_t> pick(delay.count() / 2, delay.count());
+  return std::chrono::milliseconds(pick(rng));
 }
 
 }  // namespace berth

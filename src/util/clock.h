@@ -40,4 +40,11 @@ class FakeClock : public Clock {
 // lease or a tagged line.
 std::string utc_text(std::chrono::system_clock::time_point t, bool millis = false);
 
+// A backoff pause of about `delay`: uniform in [delay/2, delay], so that many threads or
+// processes backing off together do not retry in step. Drawn from a generator of the
+// calling thread's own, seeded on its first draw: a thread that never backs off (a step's
+// thread, 10^4 of them in a run) never pays for seeding it, which asks the CPU for
+// entropy — a trap to the hypervisor in a VM — several times.
+std::chrono::milliseconds jittered(std::chrono::milliseconds delay);
+
 }  // namespace berth
