@@ -52,6 +52,7 @@ struct Run {
   std::string address;
   int64_t time_ms = 0;
   std::string started, pipeline, steps_object;
+  json steps_ran;  // the executed steps' entries, when the object is a rerun's steps
   bool readable = false;
 };
 
@@ -66,6 +67,7 @@ Result<Run> read_run(store::ObjectStore& s, const store::StoreEntry& e) {
   r.started = j.value("started", "");
   r.pipeline = j.value("pipeline", "");
   r.steps_object = j.value("steps_object", "");
+  if (j.contains("steps_ran") && j["steps_ran"].is_array()) r.steps_ran = std::move(j["steps_ran"]);
   r.readable = true;
   return r;
 }
@@ -91,14 +93,18 @@ Result<void> reach_run(store::ObjectStore& s, const Run& r, Reach& reach) {
     reach.problems.push_back(fmt::format("{}: its steps do not parse", r.address));
     return Ok{};
   }
-  for (const auto& step : j) {
-    if (!step.is_object()) continue;
-    std::string key = step.value("key", "");
-    if (!key.empty() && store::check_row_address(store::row_address(kStepsRow, key)).ok()) {
-      reach.rows.insert(store::row_address(kStepsRow, key));
+  auto reach_steps = [&reach](const json& steps) {
+    for (const auto& step : steps) {
+      if (!step.is_object()) continue;
+      std::string key = step.value("key", "");
+      if (!key.empty() && store::check_row_address(store::row_address(kStepsRow, key)).ok()) {
+        reach.rows.insert(store::row_address(kStepsRow, key));
+      }
+      reach.outputs_and_log(step);
     }
-    reach.outputs_and_log(step);
-  }
+  };
+  reach_steps(j);
+  if (r.steps_ran.is_array()) reach_steps(r.steps_ran);
   return Ok{};
 }
 

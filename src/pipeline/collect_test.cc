@@ -124,6 +124,28 @@ TEST_F(CollectTest, ANamedPipelinesLastRunsAreKeptToo) {
   EXPECT_TRUE(r.deleted.empty());
 }
 
+TEST_F(CollectTest, ARunsExecutedStepsCarriedInItsRowAreReachedToo) {
+  // A run that executed a few steps names the steps a rerun reports and carries its
+  // executed entries in its row ("steps_ran"): what those name is kept with the rest.
+  std::string o1 = object("o1"), l1 = object("l1"), o2 = object("o2"), l2 = object("l2");
+  row("k1", o1, l1);
+  row("k2", o2, l2);
+  std::string steps = object("[" + step("k1", o1, l1, "cached") + "]");
+  ASSERT_TRUE(store_
+                  .put_row(store::row_address("runs", "a"),
+                           fmt::format(R"({{"version":1,"pipeline":"p","started":"{}",)"
+                                       R"("steps_object":"{}","steps_ran":[{}]}})",
+                                       "2023-11-14T00:00:00Z", steps, step("k2", o2, l2)))
+                  .ok());
+  clock_.advance(8 * 24h);
+  CollectOptions o;
+  o.keep_runs = 1;
+  CollectReport r = collect(o);
+  EXPECT_EQ(r.runs_kept, 1u);
+  EXPECT_TRUE(r.deleted.empty()) << r.deleted.front().name;
+  EXPECT_TRUE(store_.get_row(steps_row("k2"))->has_value());
+}
+
 TEST_F(CollectTest, NothingYoungerThanTheGracePeriodGoes) {
   std::string o1 = object("o1");
   row("k1", o1, o1);                // a worker's row, its run not finished

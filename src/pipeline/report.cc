@@ -132,10 +132,16 @@ std::string report_json_head(const RunReport& r, std::optional<size_t> settled_s
 }
 
 std::string report_json(const RunReport& r, std::string_view steps, bool as_object,
-                        std::optional<size_t> settled_steps) {
+                        std::optional<size_t> settled_steps,
+                        const std::vector<std::string_view>& steps_ran) {
   if (as_object) {
     json j = head_of(r, settled_steps);
     j["steps_object"] = std::string(steps);
+    if (!steps_ran.empty()) {
+      json ran = json::array();
+      for (std::string_view entry : steps_ran) ran.push_back(json::parse(entry));
+      j["steps_ran"] = std::move(ran);
+    }
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   }
   std::string out = report_json_head(r, settled_steps);

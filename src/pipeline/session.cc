@@ -93,11 +93,13 @@ std::map<std::string, std::string> previous_bases(const std::string& report_path
 
 // Stores a run's report with the run: a row whose steps are an object, so that runs
 // reporting the same steps (every settled run) store them once, and a report of any
-// size fits a row. The steps are `steps_object` when it is already stored, else
-// `steps()` is stored. Returns the steps' object name.
+// size fits a row. The steps are `steps_object` when it is already stored — with
+// `steps_ran`, that object holds the steps as a rerun would report them and these are
+// the entries that differ — else `steps()` is stored. Returns the steps' object name.
 Result<std::string> store_report(const RunReport& r, std::string steps_object,
                                  const std::function<Result<std::string_view>()>& steps,
-                                 std::optional<size_t> settled_steps, store::ObjectStore& shared) {
+                                 std::optional<size_t> settled_steps, store::ObjectStore& shared,
+                                 std::vector<std::string_view> steps_ran = {}) {
   bool present = false;
   if (!steps_object.empty()) {
     auto has = shared.has_object(steps_object);
@@ -106,10 +108,12 @@ Result<std::string> store_report(const RunReport& r, std::string steps_object,
   if (!present) {
     BERTH_TRY(std::string_view bytes, steps());
     BERTH_TRY(steps_object, shared.put_object(bytes));
+    steps_ran.clear();
   }
   auto addr = store::row_address(
       "runs", fmt::format("{}-{}{}", r.started, r.worker.empty() ? "" : r.worker + "-", getpid()));
-  BERTH_CHECK(shared.put_row(addr, report_json(r, steps_object, true, settled_steps)));
+  BERTH_CHECK(
+      shared.put_row(addr, report_json(r, steps_object, true, settled_steps, steps_ran)));
   return steps_object;
 }
 
@@ -197,6 +201,10 @@ Result<void> RunOutcome::write_report(int fd) const {
   if (!steps_fd.valid()) return files::os_error(steps_path, "open", errno);
   return write_report_to(fd, settled_head, steps_fd.get(), steps_bytes, "stdout");
 }
+
+// How many bytes of executed steps' entries a run's row carries in place of its own
+// steps object (store_report()); past this, the steps are stored whole.
+constexpr size_t kMaxStepsRanBytes = 256 * 1024;
 
 struct Session::State {
   SessionOptions o;
@@ -586,10 +594,24 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
     if (auto w = write_pieces_file(report_path, out.report_head, steps_json); !w.ok()) {
       say(w.error().message());
     }
+    // A run that executed a few steps names the steps a rerun reports, kept above, and
+    // carries its executed steps' own entries in the row: not another copy of
+    // megabytes that differ from those in a few entries.
+    std::vector<std::string_view> ran;
+    if (kept_steps && executed) {
+      size_t bytes = 0;
+      for (size_t i = 0; i < spans.size() && bytes <= kMaxStepsRanBytes; ++i) {
+        if (rep.steps[i].state != StepState::kExecuted) continue;
+        ran.push_back(std::string_view(steps_json).substr(spans[i].first, spans[i].second));
+        bytes += spans[i].second;
+      }
+      if (bytes > kMaxStepsRanBytes) ran.clear();
+    }
+    std::string named = kept_steps && (!executed || !ran.empty()) ? kept_steps->first : "";
     auto stored = store_report(
-        rep, kept_steps && !executed ? kept_steps->first : "",
+        rep, std::move(named),
         [&]() -> Result<std::string_view> { return std::string_view(steps_json); },
-        std::nullopt, *shared);
+        std::nullopt, *shared, std::move(ran));
     if (stored.ok()) {
       steps_object = *stored;
     } else {
@@ -694,7 +716,13 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   std::string report_path = s.report_path;
   ro.load_previous = [report_path] { return previous_bases(report_path); };
   auto previous_text = std::make_shared<std::optional<std::string>>();
-  ro.find_previous = [report_path, previous_text](const std::string& step) {
+  // A step the record holds finds its previous basis in the recorded steps, already
+  // read, rather than in the report beside the pipeline, megabytes read again.
+  std::shared_ptr<const std::string> recorded = reuse ? reuse->steps : nullptr;
+  ro.find_previous = [report_path, previous_text, recorded](const std::string& step) {
+    if (recorded) {
+      if (auto basis = find_step_basis(*recorded, step)) return basis;
+    }
     if (!*previous_text) {
       auto t = files::read_file(report_path);
       *previous_text = t.ok() ? std::move(*t) : std::string();

@@ -64,8 +64,10 @@ expect_eq "settled: last-run.json is this report" \
   "$(python3 -c 'import json; print(json.load(open(".berth/last-run.json"))["settled"])')" True
 
 # The run is stored as a row whose steps are an object: every settled run shares it.
-rows=$(ls .berth/store/rows/v1/runs | sort)
-last=$(printf '%s\n' "$rows" | tail -1)
+# The newest row: its name's pid does not order runs (pids wrap), nor does its
+# started time, to the second, order runs within one second.
+newest_run_row() { ls -t .berth/store/rows/v1/runs | head -1; }
+last=$(newest_run_row)
 obj=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["steps_object"])' \
   ".berth/store/rows/v1/runs/$last")
 run store get "$obj" --store "file://$T/p/.berth/store"
@@ -110,6 +112,22 @@ expect_eq "edited step: it ran, the others did not" "$(counts) $(state sum)" \
   "1 executed 3 cached executed"
 expect_eq "edited step: the others' entries are the settled run's" "$(others)" "$before"
 expect_eq "edited step: result" "$(cat results/sum/o)" "$(cat results/w-1/o results/w-2/o results/w-3/o)"
+# Its row names the steps a rerun reports (kept for the record, not stored again) and
+# carries the executed step's own entry: the two together are the run's steps.
+last=$(newest_run_row)
+expect_eq "edited step: the row's steps are the rerun's and the one that ran" "$(python3 - \
+  ".berth/store/rows/v1/runs/$last" .berth/store .berth/cache/settled .berth/last-run.json <<'PY'
+import json, os, sys
+row = json.load(open(sys.argv[1]))
+obj = row["steps_object"]
+steps = json.load(open(os.path.join(sys.argv[2], "objects", obj[7:9], obj[9:])))
+ran = {s["name"]: s for s in row.get("steps_ran", [])}
+mine = [ran.get(s["name"], s) for s in steps]
+print(sorted(ran), [s["state"] for s in steps if s["name"] == "sum"],
+      os.path.exists(os.path.join(sys.argv[3], obj[7:] + ".json")),
+      mine == json.load(open(sys.argv[4]))["steps"])
+PY
+)" "['sum'] ['cached'] True True"
 run run pipeline.toml --format json
 expect_eq "edited step: settles again" "$(settled) $(counts)" "True 0 executed 4 cached"
 
@@ -163,7 +181,7 @@ expect_eq "object removed: stored again" "$([[ -f $of ]] && echo yes)" yes
 settle
 
 # The steps object of the settled runs removed: the next settled run stores it again.
-last=$(ls .berth/store/rows/v1/runs | sort | tail -1)
+last=$(newest_run_row)
 sobj=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["steps_object"])' \
   ".berth/store/rows/v1/runs/$last")
 rm -f ".berth/store/objects/${sobj:7:2}/${sobj:9}"
@@ -243,7 +261,17 @@ expect_contains "deep last-run.json: says why" "$ERR" "not a run report"
 printf 'three\n' >data/3.txt
 run run pipeline.toml --format json
 expect_eq "deep last-run.json: the run goes on" "$RC $(state w-3)" "0 executed"
-expect_eq "deep last-run.json: nothing to compare with" \
+# A step the record holds is explained from the recorded steps, not the report.
+expect_eq "deep last-run.json: explained from the record" \
+  "$(json "[s['reason'] for s in j['steps'] if s['name']=='w-3'][0]")" \
+  "input 'src' changed (data/3.txt)"
+# Without a record, the report is all there is, and it is not one.
+rm -f .berth/cache/index.sqlite*
+python3 -c 'print("[" * 100000)' >.berth/last-run.json
+printf 'four\n' >data/3.txt
+run run pipeline.toml --format json
+expect_eq "deep last-run.json, no record: the run goes on" "$RC $(state w-3)" "0 executed"
+expect_eq "deep last-run.json, no record: nothing to compare with" \
   "$(json "[s['reason'] for s in j['steps'] if s['name']=='w-3'][0]")" \
   "new: no earlier run of this step is recorded here"
 
