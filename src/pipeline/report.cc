@@ -139,7 +139,11 @@ std::string report_json(const RunReport& r, std::string_view steps, bool as_obje
     j["steps_object"] = std::string(steps);
     if (!steps_ran.empty()) {
       json ran = json::array();
-      for (std::string_view entry : steps_ran) ran.push_back(json::parse(entry));
+      for (std::string_view entry : steps_ran) {
+        // Entries are berth's own JSON; one that did not parse is kept as its text.
+        json e = json::parse(entry, nullptr, false);
+        ran.push_back(e.is_discarded() ? json(std::string(entry)) : std::move(e));
+      }
       j["steps_ran"] = std::move(ran);
     }
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
