@@ -93,8 +93,8 @@ Result<void> reach_run(store::ObjectStore& s, const Run& r, Reach& reach) {
     reach.problems.push_back(fmt::format("{}: its steps do not parse", r.address));
     return Ok{};
   }
-  auto reach_steps = [&reach](const json& steps) {
-    for (const auto& step : steps) {
+  auto reach_steps = [&reach](const json& entries) {
+    for (const auto& step : entries) {
       if (!step.is_object()) continue;
       std::string key = step.value("key", "");
       if (!key.empty() && store::check_row_address(store::row_address(kStepsRow, key)).ok()) {

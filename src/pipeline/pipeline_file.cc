@@ -41,7 +41,7 @@ std::optional<std::string> check_chars(std::string_view name, std::string_view e
 }
 
 Result<Param> param_of(const TomlFields& f, const toml::node& n, std::string_view k) {
-  if (const auto* s = n.as_string()) {
+  if (n.as_string() != nullptr) {
     BERTH_TRY(std::string text, f.string_of(&n, k));
     return Param{Param::Type::kString, std::move(text)};
   }
