@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "util/strings.h"
@@ -77,8 +78,9 @@ Failure TomlFields::wrong_type(std::string_view k, std::string_view want,
 }
 
 const toml::node* TomlFields::node(std::string_view k) {
-  seen_.insert(std::string(k));
-  return t_.get(k);
+  const toml::node* n = t_.get(k);
+  if (n != nullptr) seen_.push_back(n);
+  return n;
 }
 
 Result<std::optional<std::string>> TomlFields::string(std::string_view k) {
@@ -166,9 +168,12 @@ TomlFields TomlFields::sub(const toml::table& t, std::string_view k) const {
 Result<void> TomlFields::finish() const {
   // Every key of the table that nobody read is an error: a misspelt key would
   // otherwise be a silently ignored setting.
+  std::vector<const toml::node*> seen = seen_;
+  std::sort(seen.begin(), seen.end());
   for (const auto& [k, v] : t_) {
-    if (!seen_.count(std::string(k.str())))
+    if (!std::binary_search(seen.begin(), seen.end(), &v)) {
       return error(&v, str::printable(k.str()), "unknown key");
+    }
   }
   return Ok{};
 }

@@ -98,7 +98,10 @@ class TomlFields {
   TomlLimits limits_;
   std::string context_;
   std::string prefix_;
-  std::set<std::string> seen_;
+  // The values read, by address: finish() asks of each of the table's own. A key
+  // that is absent is not recorded (a step's table is asked for twenty keys and holds a
+  // few; a set of their names cost an allocation each).
+  std::vector<const toml::node*> seen_;
 };
 
 }  // namespace berth
