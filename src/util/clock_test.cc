@@ -4,6 +4,7 @@
 
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace berth {
 namespace {
@@ -17,7 +18,7 @@ TEST(Jittered, StaysWithinHalfToWholeDelayAndVaries) {
     seen.insert(d.count());
   }
   EXPECT_GT(seen.size(), 50u);  // a fixed pause would retry in step with every other thread
-  EXPECT_EQ(jittered(std::chrono::milliseconds(1)).count() <= 1, true);
+  EXPECT_LE(jittered(std::chrono::milliseconds(1)).count(), 1);
   EXPECT_EQ(jittered(std::chrono::milliseconds(0)).count(), 0);
 }
 
