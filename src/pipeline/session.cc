@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 #include <unordered_set>
 #include <nlohmann/json.hpp>
 
@@ -574,6 +575,14 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   // executed ones reported cached.
   bool record = ro.record_settled && rep.settled && rep.settled->entries.size() == spans.size();
   bool executed = rep.count(StepState::kExecuted) > 0;
+  // Beside the pipeline (replaced atomically, not fsynced: the runs row is the durable
+  // record, and in a file:// store on the same filesystem the row's own barrier makes
+  // the file durable with it), on a thread of its own while the steps a rerun reports
+  // are made and kept below: two files of megabytes each, written side by side.
+  Result<void> report_written = Ok{};
+  std::jthread report_writer([&] {
+    report_written = write_pieces_file(report_path, out.report_head, steps_json);
+  });
   std::string rerun_steps;
   EntrySpans rerun_spans;
   if (record && executed) rerun_steps = settled_steps_json(rep, steps_json, spans, &rerun_spans);
@@ -586,14 +595,10 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   if (record) {
     if (auto k = keep_settled_steps(steps); k.ok()) kept_steps = std::move(*k);
   }
+  report_writer.join();
+  if (!report_written.ok()) say(report_written.error().message());
   std::string steps_object;
   {
-    // Beside the pipeline (replaced atomically, not fsynced: the runs row is the
-    // durable record, and in a file:// store on the same filesystem the row's own
-    // barrier makes the file durable with it), then stored with the run.
-    if (auto w = write_pieces_file(report_path, out.report_head, steps_json); !w.ok()) {
-      say(w.error().message());
-    }
     // A run that executed a few steps names the steps a rerun reports, kept above, and
     // carries its executed steps' own entries in the row: not another copy of
     // megabytes that differ from those in a few entries.
