@@ -113,8 +113,7 @@ Result<std::string> store_report(const RunReport& r, std::string steps_object,
   }
   auto addr = store::row_address(
       "runs", fmt::format("{}-{}{}", r.started, r.worker.empty() ? "" : r.worker + "-", getpid()));
-  BERTH_CHECK(
-      shared.put_row(addr, report_json(r, steps_object, true, settled_steps, steps_ran)));
+  BERTH_CHECK(shared.put_row(addr, report_json(r, steps_object, true, settled_steps, steps_ran)));
   return steps_object;
 }
 

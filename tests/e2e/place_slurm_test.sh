@@ -21,7 +21,9 @@ chmod 755 "$T/probe.sh"
 cat >"$T/four.sh" <<'X'
 set -e
 "$BERTH" machine --format json >"$W/machine.json"
-for spec in "n1 0" "n1 1" "n2 0" "n2 1"; do
+# The allocation's own nodes: which two Slurm grants depends on what else is running.
+nodes=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))
+for spec in "${nodes[0]} 0" "${nodes[0]} 1" "${nodes[1]} 0" "${nodes[1]} 1"; do
   set -- $spec
   "$BERTH" place -n 1 --nodes "$1" --cores "$2" --run -- "$W/probe.sh" >>"$W/four.out" &
 done

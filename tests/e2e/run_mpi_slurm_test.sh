@@ -40,7 +40,8 @@ X
 export BERTH T
 if ! timeout 180 salloc -N2 -n4 bash -c 'cd "$T" && "$BERTH" run p.toml --format json >report.json 2>err;
       "$BERTH" machine --format json >machine.json;
-      "$BERTH" place -n 1 --nodes n1 --memory-cap 100 -- true >place.txt' >"$T/log" 2>&1; then
+      "$BERTH" place -n 1 --nodes "$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -1)" \
+        --memory-cap 100 -- true >place.txt' >"$T/log" 2>&1; then
   fail "salloc run failed: $(cat "$T/log" "$T/err" 2>/dev/null)"
   finish
 fi
