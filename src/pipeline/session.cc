@@ -625,7 +625,7 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   if (!ro.record_settled) return;
   bool kept = false;
   std::string steps_path, record_path;
-  if (record && !steps_object.empty() && kept_steps) {
+  if (kept_steps && !steps_object.empty()) {  // steps are kept only for a record
     steps_object = kept_steps->first;
     steps_path = kept_steps->second;
     record_path = settled_record_path(cache, steps_object);
