@@ -13,11 +13,14 @@ if [[ -z $SWIFT || -z $S3RVER ]]; then
 fi
 # scripts/services/swift.sh made the bucket berth-test.
 
+# Each step logs itself, then waits (20 s at most) until the log holds two lines: with
+# one slot per worker, the first step cannot end before the other worker has started
+# one, so both do work however long the second takes to open the store under load.
 cat >"$T/p.toml" <<X
 [[step]]
 name = "s-{i}"
 foreach = { i = ["1", "2", "3", "4", "5", "6", "7", "8"] }
-run = "echo {i} >> $T/\$LOGNAME_FOR_TEST.log; sleep 0.3; echo {i} > {out.o}"
+run = "L=$T/\$LOGNAME_FOR_TEST.log; echo {i} >> \$L; n=0; while [ \$(wc -l <\$L) -lt 2 ] && [ \$n -lt 200 ]; do sleep 0.1; n=\$((n + 1)); done; sleep 0.3; echo {i} > {out.o}"
 outputs = ["o"]
 [[step]]
 name = "sum"
