@@ -52,7 +52,7 @@ struct Run {
   std::string address;
   int64_t time_ms = 0;
   std::string started, pipeline, steps_object;
-  json steps_ran;  // the executed steps' entries, when the object is a rerun's steps
+  json steps_changed;  // the run's entries that differ from the object's
   bool readable = false;
 };
 
@@ -67,7 +67,8 @@ Result<Run> read_run(store::ObjectStore& s, const store::StoreEntry& e) {
   r.started = j.value("started", "");
   r.pipeline = j.value("pipeline", "");
   r.steps_object = j.value("steps_object", "");
-  if (j.contains("steps_ran") && j["steps_ran"].is_array()) r.steps_ran = std::move(j["steps_ran"]);
+  if (j.contains("steps_changed") && j["steps_changed"].is_array())
+    r.steps_changed = std::move(j["steps_changed"]);
   r.readable = true;
   return r;
 }
@@ -104,7 +105,7 @@ Result<void> reach_run(store::ObjectStore& s, const Run& r, Reach& reach) {
     }
   };
   reach_steps(j);
-  if (r.steps_ran.is_array()) reach_steps(r.steps_ran);
+  if (r.steps_changed.is_array()) reach_steps(r.steps_changed);
   return Ok{};
 }
 

@@ -124,9 +124,10 @@ TEST_F(CollectTest, ANamedPipelinesLastRunsAreKeptToo) {
   EXPECT_TRUE(r.deleted.empty());
 }
 
-TEST_F(CollectTest, ARunsExecutedStepsCarriedInItsRowAreReachedToo) {
+TEST_F(CollectTest, EntriesCarriedInARunsRowAreReachedToo) {
   // A run that executed a few steps names the steps a rerun reports and carries its
-  // executed entries in its row ("steps_ran"): what those name is kept with the rest.
+  // entries that differ from those in its row ("steps_changed"): what they name is kept
+  // with the rest.
   std::string o1 = object("o1"), l1 = object("l1"), o2 = object("o2"), l2 = object("l2");
   row("k1", o1, l1);
   row("k2", o2, l2);
@@ -134,7 +135,7 @@ TEST_F(CollectTest, ARunsExecutedStepsCarriedInItsRowAreReachedToo) {
   ASSERT_TRUE(store_
                   .put_row(store::row_address("runs", "a"),
                            fmt::format(R"({{"version":1,"pipeline":"p","started":"{}",)"
-                                       R"("steps_object":"{}","steps_ran":[{}]}})",
+                                       R"("steps_object":"{}","steps_changed":[{}]}})",
                                        "2023-11-14T00:00:00Z", steps, step("k2", o2, l2)))
                   .ok());
   clock_.advance(8 * 24h);

@@ -133,18 +133,18 @@ std::string report_json_head(const RunReport& r, std::optional<size_t> settled_s
 
 std::string report_json(const RunReport& r, std::string_view steps, bool as_object,
                         std::optional<size_t> settled_steps,
-                        const std::vector<std::string_view>& steps_ran) {
+                        const std::vector<std::string_view>& steps_changed) {
   if (as_object) {
     json j = head_of(r, settled_steps);
     j["steps_object"] = std::string(steps);
-    if (!steps_ran.empty()) {
+    if (!steps_changed.empty()) {
       json ran = json::array();
-      for (std::string_view entry : steps_ran) {
+      for (std::string_view entry : steps_changed) {
         // Entries are berth's own JSON; one that did not parse is kept as its text.
         json e = json::parse(entry, nullptr, false);
         ran.push_back(e.is_discarded() ? json(std::string(entry)) : std::move(e));
       }
-      j["steps_ran"] = std::move(ran);
+      j["steps_changed"] = std::move(ran);
     }
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   }

@@ -142,17 +142,15 @@ nlohmann::ordered_json output_json(const StepRecord::Output& o);
 // written: inline as "steps", or with `as_object` named by "steps_object" (the row a
 // run stores, its steps an object in the store). `settled_steps`: a run answered from
 // a settled record (settled.h), that many steps, all cached ("settled": true).
-// `steps_ran` (with `as_object`): the object holds the steps as a rerun would report
-// them, and these entries, as written, are the steps this run executed (the row's
-// "steps_ran", spec 04 §8).
+// `steps_changed` (with `as_object`): this run's entries, as written, that differ from
+// the object's entry of the same name (the row's "steps_changed", spec 04 §8).
 std::string report_json(const RunReport& r);
 // With `spans`: where each step's entry ({...}) lies in what is returned, as (offset,
 // length), in step order.
-using EntrySpans = std::vector<std::pair<size_t, size_t>>;
 std::string report_steps_json(const RunReport& r, EntrySpans* spans = nullptr);
 std::string report_json(const RunReport& r, std::string_view steps, bool as_object = false,
                         std::optional<size_t> settled_steps = std::nullopt,
-                        const std::vector<std::string_view>& steps_ran = {});
+                        const std::vector<std::string_view>& steps_changed = {});
 // A cached step's reason.
 inline constexpr std::string_view kCachedReason = "cached: the store has a result for this key";
 

@@ -95,12 +95,12 @@ std::map<std::string, std::string> previous_bases(const std::string& report_path
 // Stores a run's report with the run: a row whose steps are an object, so that runs
 // reporting the same steps (every settled run) store them once, and a report of any
 // size fits a row. The steps are `steps_object` when it is already stored — with
-// `steps_ran`, that object holds the steps as a rerun would report them and these are
-// the entries that differ — else `steps()` is stored. Returns the steps' object name.
+// `steps_changed`, the run's entries that differ from that object's entry of the same
+// name — else `steps()` is stored. Returns the steps' object name.
 Result<std::string> store_report(const RunReport& r, std::string steps_object,
                                  const std::function<Result<std::string_view>()>& steps,
                                  std::optional<size_t> settled_steps, store::ObjectStore& shared,
-                                 std::vector<std::string_view> steps_ran = {}) {
+                                 std::vector<std::string_view> steps_changed = {}) {
   bool present = false;
   if (!steps_object.empty()) {
     auto has = shared.has_object(steps_object);
@@ -109,18 +109,20 @@ Result<std::string> store_report(const RunReport& r, std::string steps_object,
   if (!present) {
     BERTH_TRY(std::string_view bytes, steps());
     BERTH_TRY(steps_object, shared.put_object(bytes));
-    steps_ran.clear();
+    steps_changed.clear();
   }
   auto addr = store::row_address(
       "runs", fmt::format("{}-{}{}", r.started, r.worker.empty() ? "" : r.worker + "-", getpid()));
-  BERTH_CHECK(shared.put_row(addr, report_json(r, steps_object, true, settled_steps, steps_ran)));
+  BERTH_CHECK(
+      shared.put_row(addr, report_json(r, steps_object, true, settled_steps, steps_changed)));
   return steps_object;
 }
 
-// Writes `n` bytes of the file `in` (from its start) to `out` where it stands, by the
-// kernel (sendfile), falling back to read and write where sendfile cannot.
-Result<void> send_file(int in, int out, size_t n, const std::string& what) {
-  off_t off = 0;
+// Writes bytes [from, to) of the file `in` to `out` where it stands, by the kernel
+// (sendfile), falling back to read and write where sendfile cannot.
+Result<void> send_file(int in, int out, size_t from, size_t to, const std::string& what) {
+  auto off = static_cast<off_t>(from);
+  const size_t n = to;
   while (static_cast<size_t>(off) < n) {
     ssize_t k = ::sendfile(out, in, &off, n - static_cast<size_t>(off));
     if (k > 0) continue;
@@ -139,22 +141,30 @@ Result<void> send_file(int in, int out, size_t n, const std::string& what) {
   return Ok{};
 }
 
-// head, then the steps file, then the report's tail, to `out`.
-Result<void> write_report_to(int out, std::string_view head, int steps_fd, size_t steps_bytes,
+// head, then the steps file (`object_bytes` long) with `overrides` in place, then the
+// report's tail, to `out`.
+Result<void> write_report_to(int out, std::string_view head, int steps_fd, size_t object_bytes,
+                             const std::vector<SettledOverride>& overrides,
                              const std::string& what) {
   BERTH_CHECK(files::write_all(out, head.data(), head.size(), what));
-  BERTH_CHECK(send_file(steps_fd, out, steps_bytes, what));
+  size_t pos = 0;
+  for (const auto& v : overrides) {
+    BERTH_CHECK(send_file(steps_fd, out, pos, v.offset, what));
+    BERTH_CHECK(files::write_all(out, v.entry.data(), v.entry.size(), what));
+    pos = v.offset + v.length;
+  }
+  BERTH_CHECK(send_file(steps_fd, out, pos, object_bytes, what));
   return files::write_all(out, kReportTail.data(), kReportTail.size(), what);
 }
 
 // The same, to `path`, atomically (a temporary file renamed over it), not fsynced, as
 // an ordinary run's report is written.
 Result<void> write_report_file(const std::string& path, std::string_view head, int steps_fd,
-                               size_t steps_bytes) {
+                               size_t object_bytes, const std::vector<SettledOverride>& overrides) {
   std::string tmp;
   BERTH_TRY(files::Fd fd, files::create_temp(files::parent_dir(path), 0644, &tmp));
   files::TempGuard guard{tmp};
-  BERTH_CHECK(write_report_to(fd.get(), head, steps_fd, steps_bytes, tmp));
+  BERTH_CHECK(write_report_to(fd.get(), head, steps_fd, object_bytes, overrides, tmp));
   if (::rename(tmp.c_str(), path.c_str()) != 0) return files::os_error(path, "rename onto", errno);
   guard.disarm();
   return Ok{};
@@ -199,12 +209,16 @@ Result<void> RunOutcome::write_report(int fd) const {
   if (!settled) return write_pieces_to(fd, report_head, report_steps, "stdout");
   files::Fd steps_fd(::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!steps_fd.valid()) return files::os_error(steps_path, "open", errno);
-  return write_report_to(fd, settled_head, steps_fd.get(), steps_bytes, "stdout");
+  return write_report_to(fd, settled_head, steps_fd.get(), steps_bytes, overrides, "stdout");
 }
 
 // How many bytes of executed steps' entries a run's row carries in place of its own
 // steps object (store_report()); past this, the steps are stored whole.
-constexpr size_t kMaxStepsRanBytes = 256 * 1024;
+constexpr size_t kMaxStepsChangedBytes = 256 * 1024;
+// How many bytes of entries a settled record carries as overrides of its steps object
+// (and at most half the object's) before the next run that records keeps the steps as
+// an object of their own.
+constexpr size_t kMaxOverrideBytes = 64 * 1024;
 
 struct Session::State {
   SessionOptions o;
@@ -229,6 +243,9 @@ struct Session::State {
   std::string previous_record;  // and the record's own file
   std::string record_bytes;     // its bytes, whose step lines begin at entries_at
   size_t entries_at = 0;
+  // The bytes of the record's steps object, once recorded_steps() has read them: the
+  // next record's overrides are made against them (publish()).
+  std::shared_ptr<const std::string> previous_object;
   // What of the record still holds, and when the check began (racy inputs, index.h).
   std::optional<SettledCheck> check;
   int64_t check_ns = 0;
@@ -264,9 +281,11 @@ struct Session::State {
   // A run answered from its settled record, when every fact of the record holds
   // (`check`) and its steps file is whole; nullopt otherwise.
   std::optional<RunOutcome> run_settled();
-  // The settled record's steps, for an ordinary run to reuse entries from; null when
-  // the file is missing or not the record's length.
-  std::shared_ptr<const std::string> recorded_steps() const;
+  // The steps a rerun of the settled record reports (its steps object with its
+  // overrides in place), for an ordinary run to reuse entries from; null when the
+  // object's file is missing or not the record's length. Keeps the object's bytes in
+  // `previous_object`.
+  std::shared_ptr<const std::string> recorded_steps();
   // The ordinary run's report: written, stored, and the settled record kept or dropped.
   void publish(RunReport& rep, const RunOptions& ro, RunOutcome& out);
   // Stores `steps` and keeps them in the cache as the file a settled record names
@@ -275,6 +294,14 @@ struct Session::State {
   // that megabytes are not written and made durable twice. Returns the object's name
   // and the file.
   Result<std::pair<std::string, std::string>> keep_settled_steps(std::string_view steps);
+  // The overrides that make the steps object of the record found into `steps` (entries
+  // at `at`, for the steps of `rec`), with where the object's entries lie in
+  // `object_spans`; nullopt when the object is not this run's to keep: no record read,
+  // other steps, or more differences than kMaxOverrideBytes or half the object.
+  std::optional<std::vector<SettledOverride>> overrides_for(const Settled& rec,
+                                                            std::string_view steps,
+                                                            const EntrySpans& at,
+                                                            EntrySpans& object_spans) const;
 };
 
 Session::Session(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -457,7 +484,9 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   }
   fs::create_directories(s.cache + "/staging", ec);
   // This machine's index of what it knows; disposable, rebuilt from the store.
+  bool fresh_index = false;
   if (!s.index) {
+    fresh_index = !files::exists(s.cache + "/index.sqlite");
     if (auto ix = Index::open(s.cache + "/index.sqlite"); ix.ok()) {
       s.index = std::move(*ix);
     } else {
@@ -466,15 +495,23 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   }
   if (s.index && !s.index->rebuilt_reason().empty()) {
     s.say("the local index was rebuilt: " + s.index->rebuilt_reason());
+    fresh_index = true;
   }
+  // A new or rebuilt index names no settled record: the files of any left beside it
+  // are no one's now (spec 04 §7.1), and go.
+  if (s.index && fresh_index) fs::remove_all(s.cache + "/settled", ec);
   return std::unique_ptr<Session>(new Session(std::move(st)));
 }
 
-std::shared_ptr<const std::string> Session::State::recorded_steps() const {
+std::shared_ptr<const std::string> Session::State::recorded_steps() {
   if (previous_steps.empty()) return nullptr;
-  auto bytes = files::read_file(previous_steps, settled->steps_bytes + 1);
-  if (!bytes.ok() || bytes->size() != settled->steps_bytes) return nullptr;
-  return std::make_shared<const std::string>(std::move(*bytes));
+  auto bytes = files::read_file(previous_steps, settled->object_bytes + 1);
+  if (!bytes.ok() || bytes->size() != settled->object_bytes) return nullptr;
+  previous_object = std::make_shared<const std::string>(std::move(*bytes));
+  if (settled->overrides.empty()) return previous_object;
+  auto made = settled_steps_text(*settled, *previous_object);
+  if (!made.ok()) return nullptr;
+  return std::make_shared<const std::string>(std::move(*made));
 }
 
 std::optional<RunOutcome> Session::State::run_settled() {
@@ -486,7 +523,7 @@ std::optional<RunOutcome> Session::State::run_settled() {
   if (!steps.valid()) return std::nullopt;
   const int steps_fd = steps.get();
   struct stat sb {};
-  if (::fstat(steps_fd, &sb) != 0 || static_cast<size_t>(sb.st_size) != settled->steps_bytes) {
+  if (::fstat(steps_fd, &sb) != 0 || static_cast<size_t>(sb.st_size) != settled->object_bytes) {
     return std::nullopt;
   }
   RunReport header;
@@ -498,7 +535,7 @@ std::optional<RunOutcome> Session::State::run_settled() {
   // must be stored again, before anything is written.
   std::string steps_object = settled->steps_object;
   if (auto has = shared->has_object(steps_object); !has.ok() || !*has) {
-    auto bytes = files::read_file(steps_path, settled->steps_bytes + 1);
+    auto bytes = files::read_file(steps_path, settled->object_bytes + 1);
     auto name = bytes.ok() ? shared->put_object(*bytes) : Result<std::string>(bytes.error());
     if (name.ok() && *name != steps_object) return std::nullopt;
     if (!name.ok()) steps_object.clear();
@@ -517,19 +554,22 @@ std::optional<RunOutcome> Session::State::run_settled() {
   out.settled = true;
   out.settled_head = report_json_head(header, settled->steps);
   out.steps_path = steps_path;
-  out.steps_bytes = settled->steps_bytes;
+  out.steps_bytes = settled->object_bytes;
+  out.overrides = settled->overrides;
   out.steps = settled->steps;
   out.elapsed_s = header.elapsed_s;
-  if (auto w = write_report_file(report_path, out.settled_head, steps_fd, settled->steps_bytes);
+  if (auto w = write_report_file(report_path, out.settled_head, steps_fd, out.steps_bytes,
+                                 out.overrides);
       !w.ok()) {
     say(w.error().message());
   }
+  // The row names the object and carries the entries that differ from it.
+  std::vector<std::string_view> changed;
+  for (const auto& v : settled->overrides) changed.push_back(v.entry);
   auto stored = store_report(
       header, steps_object,
-      [&]() -> Result<std::string_view> {
-        return fail(Errc::kIo, "the steps' object is missing");
-      },
-      settled->steps, *shared);
+      [&]() -> Result<std::string_view> { return fail(Errc::kIo, "the steps' object is missing"); },
+      settled->steps, *shared, std::move(changed));
   if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
   return out;
 }
@@ -557,6 +597,24 @@ Result<std::pair<std::string, std::string>> Session::State::keep_settled_steps(
   if (::rename(tmp.c_str(), path.c_str()) != 0) return files::os_error(path, "rename onto", errno);
   guard.disarm();
   return std::make_pair(std::move(name), std::move(path));
+}
+
+std::optional<std::vector<SettledOverride>> Session::State::overrides_for(
+    const Settled& rec, std::string_view steps, const EntrySpans& at,
+    EntrySpans& object_spans) const {
+  if (!settled || !previous_object || previous_steps.empty()) return std::nullopt;
+  const Settled& last = *settled;
+  if (last.entries.size() != rec.entries.size()) return std::nullopt;
+  for (size_t i = 0; i < rec.entries.size(); ++i) {
+    if (last.entries[i].name != rec.entries[i].name) return std::nullopt;
+  }
+  auto spans = settled_object_spans(last);
+  if (!spans) return std::nullopt;
+  // Overrides are worth keeping while they are a small part of the steps.
+  size_t most = std::min(kMaxOverrideBytes, previous_object->size() / 2);
+  auto made = settled_overrides(*previous_object, *spans, steps, at, most);
+  if (made) object_spans = std::move(*spans);
+  return made;
 }
 
 void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
@@ -587,35 +645,53 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   if (record && executed) rerun_steps = settled_steps_json(rep, steps_json, spans, &rerun_spans);
   const std::string& steps = executed ? rerun_steps : steps_json;
   const EntrySpans& at = executed ? rerun_spans : spans;
-  // Kept before the report is stored: when they are the report's own steps, storing
-  // the report finds them stored; and the run's row, written after, makes them durable
-  // with everything else the store holds (spec 05 §4).
+  // The steps a rerun reports are kept as the last record's object with overrides when
+  // they differ from it in a few entries; else as an object of their own, written once
+  // and kept before the report is stored: when they are the report's own steps,
+  // storing the report finds them stored; and the run's row, written after, makes them
+  // durable with everything else the store holds (spec 05 §4).
   std::optional<std::pair<std::string, std::string>> kept_steps;  // object, file
+  std::vector<SettledOverride> overrides;
+  std::string_view object = steps;  // the kept object's bytes, its entries at object_at
+  EntrySpans previous_spans;
+  const EntrySpans* object_at = &at;
   if (record) {
-    if (auto k = keep_settled_steps(steps); k.ok()) kept_steps = std::move(*k);
+    if (auto made = overrides_for(*rep.settled, steps, at, previous_spans)) {
+      overrides = std::move(*made);
+      kept_steps.emplace(settled->steps_object, previous_steps);
+      object = *previous_object;
+      object_at = &previous_spans;
+    } else if (auto k = keep_settled_steps(steps); k.ok()) {
+      kept_steps = std::move(*k);
+    }
   }
   report_writer.join();
   if (!report_written.ok()) say(report_written.error().message());
   std::string steps_object;
   {
-    // A run that executed a few steps names the steps a rerun reports, kept above, and
-    // carries its executed steps' own entries in the row: not another copy of
-    // megabytes that differ from those in a few entries.
-    std::vector<std::string_view> ran;
-    if (kept_steps && executed) {
+    // The row names the kept object and carries this run's entries that differ from
+    // it (the executed steps', the overridden ones'): not another copy of megabytes
+    // that differ in a few entries. Past kMaxStepsChangedBytes of them, the run's steps
+    // are stored whole.
+    std::vector<std::string_view> changed;
+    bool fits = kept_steps.has_value();
+    if (kept_steps) {
       size_t bytes = 0;
-      for (size_t i = 0; i < spans.size() && bytes <= kMaxStepsRanBytes; ++i) {
-        if (rep.steps[i].state != StepState::kExecuted) continue;
-        ran.push_back(std::string_view(steps_json).substr(spans[i].first, spans[i].second));
-        bytes += spans[i].second;
+      for (size_t i = 0; i < spans.size() && fits; ++i) {
+        std::string_view ours =
+            std::string_view(steps_json).substr(spans[i].first, spans[i].second);
+        const auto& [oo, ol] = (*object_at)[i];
+        if (ours == object.substr(oo, ol)) continue;
+        changed.push_back(ours);
+        bytes += ours.size();
+        fits = bytes <= kMaxStepsChangedBytes;
       }
-      if (bytes > kMaxStepsRanBytes) ran.clear();
+      if (!fits) changed.clear();
     }
-    std::string named = kept_steps && (!executed || !ran.empty()) ? kept_steps->first : "";
     auto stored = store_report(
-        rep, std::move(named),
-        [&]() -> Result<std::string_view> { return std::string_view(steps_json); },
-        std::nullopt, *shared, std::move(ran));
+        rep, fits ? kept_steps->first : "",
+        [&]() -> Result<std::string_view> { return std::string_view(steps_json); }, std::nullopt,
+        *shared, std::move(changed));
     if (stored.ok()) {
       steps_object = *stored;
     } else {
@@ -636,6 +712,8 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
     }
     rec.steps_object = steps_object;
     rec.steps_bytes = steps.size();
+    rec.object_bytes = object.size();
+    rec.overrides = std::move(overrides);
     rec.context = context();
     rec.base = base();
     // Inputs reused from the old record were read again by its check if racy.

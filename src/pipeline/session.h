@@ -87,11 +87,13 @@ struct RunOutcome {
   // kReportTail; kept in pieces, as megabytes of steps need not be copied once more.
   std::string report_head;
   std::string report_steps;
-  // A settled run: the report is settled_head, the steps file's bytes, kReportTail.
+  // A settled run: the report is settled_head, the steps file's bytes (steps_bytes of
+  // them) with the record's overrides in place, kReportTail.
   bool settled = false;
   std::string settled_head;
   std::string steps_path;
   size_t steps_bytes = 0;
+  std::vector<SettledOverride> overrides;
   size_t steps = 0;
   double elapsed_s = 0;
   // Writes the report's JSON to `fd` (stdout for --format json).

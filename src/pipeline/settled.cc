@@ -542,7 +542,16 @@ std::string encode_settled(const Settled& s) {
     out.str(e.name);
     out.put('\n');
   }
-  out.put(fmt::format("steps {} {}\nend\n", s.steps, s.steps_bytes));
+  for (const auto& v : s.overrides) {
+    out.put("override ");
+    out.num(v.offset);
+    out.put(' ');
+    out.num(v.length);
+    out.put(' ');
+    out.str(v.entry);
+    out.put('\n');
+  }
+  out.put(fmt::format("steps {} {} {}\nend\n", s.steps, s.steps_bytes, s.object_bytes));
   return out.take();
 }
 
@@ -624,6 +633,15 @@ Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t
         // Its entry must lie within the steps, checked below for kept ones.
         last_offsets.emplace_back(scratch.offset, scratch.length);
       }
+    } else if (word == "override") {
+      BERTH_CHECK(r.literal("override "));
+      SettledOverride v;
+      BERTH_TRY(v.offset, r.number<size_t>("an offset"));
+      BERTH_CHECK(r.space());
+      BERTH_TRY(v.length, r.number<size_t>("a length"));
+      BERTH_CHECK(r.space());
+      BERTH_TRY(v.entry, r.str("an entry"));
+      s.overrides.push_back(std::move(v));
     } else {
       break;
     }
@@ -633,10 +651,34 @@ Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t
   BERTH_TRY(s.steps, r.number<size_t>("a step count"));
   BERTH_CHECK(r.space());
   BERTH_TRY(s.steps_bytes, r.number<size_t>("the steps' length"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(s.object_bytes, r.number<size_t>("the steps object's length"));
   BERTH_CHECK(r.newline());
   size_t at = r.pos();
   BERTH_CHECK(r.literal("end\n"));
   if (!r.at_end()) return r.error("the end of the record");
+  // The overrides replace bytes of the object, in its order, none overlapping, and
+  // make it the steps' length.
+  {
+    size_t end = 0;
+    size_t made = s.object_bytes;
+    for (const auto& v : s.overrides) {
+      if (v.offset < end || v.offset > s.object_bytes || v.length > s.object_bytes - v.offset) {
+        return Error(Errc::kInvalidInput,
+                     fmt::format("settled record: at byte {}: an override of {} bytes at {} "
+                                 "does not lie in order within the {} bytes of the steps object",
+                                 at, v.length, v.offset, s.object_bytes));
+      }
+      end = v.offset + v.length;
+      made = made - v.length + v.entry.size();
+    }
+    if (made != s.steps_bytes) {
+      return Error(Errc::kInvalidInput,
+                   fmt::format("settled record: at byte {}: the steps object ({} bytes) with its "
+                               "overrides is {} bytes, not {}",
+                               at, s.object_bytes, made, s.steps_bytes));
+    }
+  }
   for (const auto& e : s.entries) {
     if (e.offset > s.steps_bytes || e.length > s.steps_bytes - e.offset) {
       return Error(Errc::kInvalidInput,
@@ -772,6 +814,81 @@ bool settle_racy_inputs(Settled& s, int64_t now_ns) {
     turned = true;
   }
   return turned;
+}
+
+Result<std::string> settled_steps_text(const Settled& s, std::string_view object) {
+  if (object.size() != s.object_bytes) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("settled record: the steps object is {} bytes, the record says {}",
+                            object.size(), s.object_bytes));
+  }
+  std::string out;
+  out.reserve(s.steps_bytes);
+  size_t pos = 0;
+  for (const auto& v : s.overrides) {
+    if (v.offset < pos || v.offset > object.size() || v.length > object.size() - v.offset) {
+      return fail(Errc::kInvalidInput, "settled record: an override lies outside its object");
+    }
+    out.append(object.substr(pos, v.offset - pos)).append(v.entry);
+    pos = v.offset + v.length;
+  }
+  out.append(object.substr(pos));
+  return out;
+}
+
+std::optional<EntrySpans> settled_object_spans(const Settled& s) {
+  EntrySpans out;
+  out.reserve(s.entries.size());
+  // How far the steps a rerun reports have moved from the object, up to here.
+  int64_t shift = 0;
+  size_t k = 0;  // the next override
+  const auto& ov = s.overrides;
+  for (const auto& e : s.entries) {
+    int64_t at = static_cast<int64_t>(e.offset) - shift;
+    if (at < 0) return std::nullopt;
+    auto offset = static_cast<size_t>(at);
+    if (k < ov.size() && ov[k].offset == offset) {
+      if (e.length != ov[k].entry.size()) return std::nullopt;
+      out.emplace_back(ov[k].offset, ov[k].length);
+      shift += static_cast<int64_t>(ov[k].entry.size()) - static_cast<int64_t>(ov[k].length);
+      ++k;
+      continue;
+    }
+    if (offset > s.object_bytes || e.length > s.object_bytes - offset) return std::nullopt;
+    if (k < ov.size() && offset + e.length > ov[k].offset) return std::nullopt;
+    out.emplace_back(offset, e.length);
+  }
+  if (k != ov.size()) return std::nullopt;  // an override of no entry
+  return out;
+}
+
+std::optional<std::vector<SettledOverride>> settled_overrides(std::string_view object,
+                                                              const EntrySpans& object_spans,
+                                                              std::string_view steps,
+                                                              const EntrySpans& spans,
+                                                              size_t max_bytes) {
+  if (object_spans.size() != spans.size()) return std::nullopt;
+  std::vector<SettledOverride> out;
+  size_t op = 0, sp = 0, bytes = 0;  // where the last entries ended; the overrides' size
+  for (size_t i = 0; i < spans.size(); ++i) {
+    auto [oo, ol] = object_spans[i];
+    auto [so, sl] = spans[i];
+    if (oo < op || oo > object.size() || ol > object.size() - oo || so < sp || so > steps.size() ||
+        sl > steps.size() - so) {
+      return std::nullopt;
+    }
+    if (object.substr(op, oo - op) != steps.substr(sp, so - sp)) return std::nullopt;
+    std::string_view theirs = object.substr(oo, ol), ours = steps.substr(so, sl);
+    if (theirs != ours) {
+      bytes += ours.size();
+      if (bytes > max_bytes) return std::nullopt;
+      out.push_back({oo, ol, std::string(ours)});
+    }
+    op = oo + ol;
+    sp = so + sl;
+  }
+  if (object.substr(op) != steps.substr(sp)) return std::nullopt;
+  return out;
 }
 
 }  // namespace berth::pipeline

@@ -39,7 +39,7 @@ namespace berth::pipeline {
 
 // Bump when the encoding or what a record means changes: an older record then simply
 // does not decode, and costs one ordinary run.
-inline constexpr int kSettledFormat = 2;
+inline constexpr int kSettledFormat = 3;
 
 struct SettledFile {
   std::string path;
@@ -79,6 +79,19 @@ struct SettledStep {
   bool operator==(const SettledStep&) const = default;
 };
 
+// Where each entry ({...}) of a "steps" array lies in it: offset and length.
+using EntrySpans = std::vector<std::pair<size_t, size_t>>;
+
+// An entry a rerun reports in place of the steps object's: an edit-and-rerun changes a
+// few entries of an array of megabytes, and the record carries those rather than a
+// new object that differs from the last in a few entries.
+struct SettledOverride {
+  size_t offset = 0;  // the object's entry it replaces: where it lies in the object
+  size_t length = 0;
+  std::string entry;  // what a rerun reports instead
+  bool operator==(const SettledOverride&) const = default;
+};
+
 struct Settled {
   std::string context;       // settled_context() of the run that left it
   // The same without the pipeline's bytes: a record whose base is this run's, but not
@@ -93,11 +106,34 @@ struct Settled {
   std::vector<SettledTool> tools;
   std::vector<SettledFile> files;
   std::vector<std::string> objects;
-  std::vector<SettledStep> entries;  // in the steps file's order
-  size_t steps = 0;        // how many steps the report's "steps" array holds
-  size_t steps_bytes = 0;  // how long that array is
+  // In the steps' order; their offsets are in the steps a rerun reports: the object's
+  // array with each override in place (settled_steps_text()).
+  std::vector<SettledStep> entries;
+  std::vector<SettledOverride> overrides;  // in the object's order, none overlapping
+  size_t steps = 0;                        // how many steps the report's "steps" array holds
+  size_t steps_bytes = 0;                  // how long that array is
+  size_t object_bytes = 0;  // how long the steps object is (steps_bytes without overrides)
   bool operator==(const Settled&) const = default;
 };
+
+// The steps a rerun of `s` reports: `object` (the steps object's bytes) with each
+// override in place. Fails when `object` is not the length the record says.
+Result<std::string> settled_steps_text(const Settled& s, std::string_view object);
+
+// Where each of the record's entries lies in its steps object rather than in the steps
+// a rerun reports: an overridden entry, the bytes its override replaces. nullopt when the
+// entries and overrides do not line up.
+std::optional<EntrySpans> settled_object_spans(const Settled& s);
+
+// The overrides that make `object`, whose entries lie at `object_spans`, into `steps`,
+// whose entries lie at `spans`: one per entry whose bytes differ. nullopt when they
+// are not the same array but for those entries (another count of steps, other bytes
+// between entries) or the overrides would hold more than `max_bytes`.
+std::optional<std::vector<SettledOverride>> settled_overrides(std::string_view object,
+                                                              const EntrySpans& object_spans,
+                                                              std::string_view steps,
+                                                              const EntrySpans& spans,
+                                                              size_t max_bytes);
 
 // Where the steps of a settled record's report are kept, beside the index, whole: a
 // settled run copies them into its report with the kernel (copy_file_range, sendfile)

@@ -39,6 +39,7 @@ Settled sample() {
                {"t u", "", 602, 631, {1, 3, 0}, {}}};
   s.steps = 2;
   s.steps_bytes = 1234;
+  s.object_bytes = 1234;
   return s;
 }
 
@@ -54,6 +55,100 @@ TEST(Settled, EncodeDecodeRoundTripsAnyBytes) {
   auto e = decode_settled(encode_settled(empty));
   ASSERT_TRUE(e.ok()) << e.error().message();
   EXPECT_EQ(*e, empty);
+}
+
+TEST(Settled, OverridesRoundTripAndMustAddUp) {
+  Settled s = sample();
+  // Two entries of the object replaced: 600 bytes at 1 by 3, 10 at 900 by "{\n}".
+  s.overrides = {{1, 600, "{a}"}, {900, 10, "{\n}"}};
+  s.steps_bytes = 1234 - 600 + 3 - 10 + 3;
+  s.entries[0].length = 3;
+  s.entries[1].offset = 5;
+  s.entries[1].length = 600;
+  auto back = decode_settled(encode_settled(s));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(*back, s);
+  size_t at = 0;
+  auto lazy = decode_settled(encode_settled(s), false, &at);
+  ASSERT_TRUE(lazy.ok()) << lazy.error().message();
+  EXPECT_EQ(lazy->overrides, s.overrides);  // a settled run needs them, not the entries
+
+  auto refused = [](const Settled& r, std::string_view what) {
+    auto d = decode_settled(encode_settled(r));
+    ASSERT_FALSE(d.ok()) << what;
+    EXPECT_NE(d.error().message().find("settled record: at byte "), std::string::npos)
+        << d.error().message();
+  };
+  Settled wrong = s;
+  wrong.steps_bytes += 1;
+  refused(wrong, "not adding up to the steps' length");
+  wrong = s;
+  std::swap(wrong.overrides[0], wrong.overrides[1]);
+  refused(wrong, "out of order");
+  wrong = s;
+  wrong.overrides[1].offset = 550;  // overlaps the first
+  refused(wrong, "overlapping");
+  wrong = s;
+  wrong.overrides[1].offset = 1230;  // 10 bytes from 1230 pass the object's end
+  refused(wrong, "outside the object");
+}
+
+// "[e0,e1,...]" and where each entry lies in it.
+std::pair<std::string, EntrySpans> array_of(const std::vector<std::string>& entries) {
+  std::string text = "[";
+  EntrySpans spans;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) text += ',';
+    spans.emplace_back(text.size(), entries[i].size());
+    text += entries[i];
+  }
+  text += ']';
+  return {text, spans};
+}
+
+TEST(Settled, OverridesMakeTheStepsFromTheObjectAndBack) {
+  auto [object, object_spans] = array_of({R"({"name":"a"})", R"({"name":"b"})", "{}"});
+  auto [steps, spans] = array_of({R"({"name":"a"})", R"({"name":"b","state":"x"})", "{}"});
+  auto o = settled_overrides(object, object_spans, steps, spans, 1024);
+  ASSERT_TRUE(o.has_value());
+  ASSERT_EQ(o->size(), 1u);
+  EXPECT_EQ((*o)[0], (SettledOverride{object_spans[1].first, object_spans[1].second,
+                                      R"({"name":"b","state":"x"})"}));
+  // A record of those steps: its entries where they lie in the steps.
+  Settled s;
+  s.object_bytes = object.size();
+  s.steps_bytes = steps.size();
+  s.overrides = *o;
+  for (const auto& [offset, length] : spans) s.entries.push_back({"", "", offset, length, {}, {}});
+  auto made = settled_steps_text(s, object);
+  ASSERT_TRUE(made.ok()) << made.error().message();
+  EXPECT_EQ(*made, steps);
+  EXPECT_EQ(settled_object_spans(s), std::optional<EntrySpans>(object_spans));
+  // Made again against the same object, the same overrides; against itself, none.
+  EXPECT_EQ(settled_overrides(object, *settled_object_spans(s), *made, spans, 1024), o);
+  EXPECT_EQ(settled_overrides(steps, spans, steps, spans, 0),
+            std::optional<std::vector<SettledOverride>>(std::vector<SettledOverride>{}));
+  EXPECT_FALSE(settled_steps_text(s, object + " ").ok());  // not the object's length
+
+  // Not the same array but for some entries: none.
+  auto [fewer, fewer_spans] = array_of({R"({"name":"a"})", "{}"});
+  EXPECT_FALSE(settled_overrides(object, object_spans, fewer, fewer_spans, 1024));
+  std::string spaced = steps;
+  spaced.insert(spans[1].first, " ");
+  EntrySpans moved = spans;
+  moved[1].first += 1;
+  moved[2].first += 1;
+  EXPECT_FALSE(settled_overrides(object, object_spans, spaced, moved, 1024));
+  // More differences than allowed: none.
+  EXPECT_FALSE(settled_overrides(object, object_spans, steps, spans, 10));
+  // Entries and overrides that do not line up: no places.
+  Settled off = s;
+  off.entries[1].offset += 1;
+  EXPECT_FALSE(settled_object_spans(off).has_value());
+  off = s;
+  off.entries.pop_back();
+  off.entries.erase(off.entries.begin() + 1);
+  EXPECT_FALSE(settled_object_spans(off).has_value());  // an override of no entry
 }
 
 TEST(Settled, EntriesAreReadWhenNeeded) {
@@ -132,37 +227,43 @@ TEST(Settled, DecodeNamesTheOffsetOfWhatIsWrong) {
   };
   std::vector<Case> cases = {
       {"", "at byte 0: expected 'berth-settled'"},
-      {"berth-settled 1\n", "format 1, expected 2"},
+      {"berth-settled 2\n", "format 2, expected 3"},
       {"berth-settled x\n", "at byte 14: expected the format version"},
       {good.substr(0, good.size() - 1), "expected 'end\n'"},
       {good + "x", "expected the end of the record"},
-      {"berth-settled 2\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
-      {"berth-settled 2\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
-      {"berth-settled 2\ncontext 0:\npipeline 0:\n", "at byte 27: expected 'base '"},
-      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ninput 1 2 3 4 x 0:\n",
+      {"berth-settled 3\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
+      {"berth-settled 3\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
+      {"berth-settled 3\ncontext 0:\npipeline 0:\n", "at byte 27: expected 'base '"},
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ninput 1 2 3 4 x 0:\n",
        "expected a ctime"},
-      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0\n",
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0\n",
        "expected ' '"},
-      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nbogus 1\n",
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nbogus 1\n",
        "expected 'steps '"},
-      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
        "tool 99999999999999999999 \n",
        "expected an argument count"},
       // A racy input's hash is never empty: it would be written back as a plain input.
-      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
        "racy-input 1 2 3 4 5 0: 1:a\n",
        "expected a racy input's hash"},
       // A step names files and objects named before it, by index.
-      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
        "input 1 2 3 4 5 1:a\nstep 0 2 1 1 0 0: 1:s\n",
        "expected the index of a file named before"},
-      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
        "step 0 2 0 1 0 0: 1:s\n",
        "expected at most as many objects as the record names"},
       // Its entry lies within the steps.
-      {"berth-settled 2\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
-       "step 5 6 0 0 0: 1:s\nsteps 1 10\nend\n",
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+       "step 5 6 0 0 0: 1:s\nsteps 1 10 10\nend\n",
        "step 's' lies outside the 10 bytes of the steps"},
+      // An override lies within the object, and the object's length is given.
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+       "override 8 4 1:x\nsteps 0 7 10\nend\n",
+       "an override of 4 bytes at 8 does not lie in order within the 10 bytes"},
+      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nsteps 0 10\nend\n",
+       "expected ' '"},
   };
   for (const auto& c : cases) {
     auto r = decode_settled(c.bytes);

@@ -106,6 +106,7 @@ expect_eq "edited pipeline: settles again" "$(settled)" True
 # the record by its fingerprint, its entry exactly as the settled run reported it.
 others() { json "json.dumps([s for s in j['steps'] if s['name'] != 'sum'], sort_keys=True)"; }
 before=$(others)
+kept_before=$(ls .berth/cache/settled/)
 sed -i 's/run = "cat {in.parts} > {out.o}"/run = "cat {in.parts} >{out.o}"/' pipeline.toml
 run run pipeline.toml --format json
 expect_eq "edited step: it ran, the others did not" "$(counts) $(state sum)" \
@@ -121,15 +122,33 @@ import json, os, sys
 row = json.load(open(sys.argv[1]))
 obj = row["steps_object"]
 steps = json.load(open(os.path.join(sys.argv[2], "objects", obj[7:9], obj[9:])))
-ran = {s["name"]: s for s in row.get("steps_ran", [])}
+ran = {s["name"]: s for s in row.get("steps_changed", [])}
 mine = [ran.get(s["name"], s) for s in steps]
 print(sorted(ran), [s["state"] for s in steps if s["name"] == "sum"],
       os.path.exists(os.path.join(sys.argv[3], obj[7:] + ".json")),
       mine == json.load(open(sys.argv[4]))["steps"])
 PY
 )" "['sum'] ['cached'] True True"
+# The record keeps the same steps object and carries the rerun's entry of the step that
+# ran as an override of it: an edit rewrites the record, not the steps.
+expect_eq "edited step: the same steps object kept" "$(ls .berth/cache/settled/)" "$kept_before"
+expect_eq "edited step: the record overrides one entry" \
+  "$(grep -c '^override ' .berth/cache/settled/*.record)" 1
 run run pipeline.toml --format json
 expect_eq "edited step: settles again" "$(settled) $(counts)" "True 0 executed 4 cached"
+# The settled run reports the object with the override in place, and its row says so.
+expect_eq "edited step: the settled row's steps are its report's" "$(python3 - \
+  ".berth/store/rows/v1/runs/$(newest_run_row)" .berth/store .berth/last-run.json <<'PY'
+import json, os, sys
+row = json.load(open(sys.argv[1]))
+obj = row["steps_object"]
+steps = json.load(open(os.path.join(sys.argv[2], "objects", obj[7:9], obj[9:])))
+changed = {s["name"]: s for s in row.get("steps_changed", [])}
+report = json.load(open(sys.argv[3]))["steps"]
+print(sorted(changed), [changed.get(s["name"], s) for s in steps] == report,
+      [s for s in report if s["name"] == "sum"][0]["state"])
+PY
+)" "['sum'] True cached"
 
 # An input's content.
 printf 'two\n' >data/2.txt

@@ -5,7 +5,10 @@
 //   - decoding never crashes, throws or runs away, whatever the bytes;
 //   - a failure is kInvalidInput and names a byte offset or the format;
 //   - what decodes re-encodes to bytes that decode to the same record;
-//   - what decodes decodes the same without its steps' entries and then with them.
+//   - what decodes decodes the same without its steps' entries and then with them;
+//   - what decodes makes, from any object of the length it names (up to a megabyte),
+//     steps of the length it names; its entries' places in the object are found or
+//     not, without a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -32,5 +35,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!lazy.ok() || !lazy->entries.empty()) abort();
   if (!berth::pipeline::decode_settled_entries(bytes, at, *lazy).ok()) abort();
   if (!(*lazy == *s)) abort();
+  if (s->object_bytes <= (1u << 20)) {
+    auto steps = berth::pipeline::settled_steps_text(*s, std::string(s->object_bytes, 'x'));
+    if (!steps.ok() || steps->size() != s->steps_bytes) abort();
+    auto spans = berth::pipeline::settled_object_spans(*s);
+    if (spans && spans->size() != s->entries.size()) abort();
+  }
   return 0;
 }
