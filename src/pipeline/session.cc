@@ -635,7 +635,7 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   // Beside the pipeline (replaced atomically, not fsynced: the runs row is the durable
   // record, and in a file:// store on the same filesystem the row's own barrier makes
   // the file durable with it), on a thread of its own while the steps a rerun reports
-  // are made and kept below: two files of megabytes each, written side by side.
+  // are made and kept below (megabytes more when they become an object of their own).
   Result<void> report_written = Ok{};
   std::jthread report_writer([&] {
     report_written = write_pieces_file(report_path, out.report_head, steps_json);
