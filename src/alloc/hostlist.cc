@@ -232,13 +232,15 @@ class Parser {
   uint64_t total_ = 0;
 };
 
-// Appends every name of `item` in order: an odometer over its groups, leftmost group
-// slowest, as Slurm expands "rack[1-2]-node[01-02]".
-void expand_item(const Item& item, std::vector<std::string>& out) {
+// Hands every name of `item` to `out` in order: an odometer over its groups, leftmost
+// group slowest, as Slurm expands "rack[1-2]-node[01-02]". `name` is the buffer each
+// name is made in.
+template <class Out>
+void expand_item(const Item& item, std::string& name, Out&& out) {
   if (!item.has_group) {
-    std::string name;
+    name.clear();
     for (const Piece& p : item.pieces) name += p.literal;
-    out.push_back(std::move(name));
+    out(name);
     return;
   }
   struct Cursor {
@@ -249,7 +251,6 @@ void expand_item(const Item& item, std::vector<std::string>& out) {
   for (size_t k = 0; k < item.pieces.size(); ++k) {
     if (!item.pieces[k].ranges.empty()) cursors[k].value = item.pieces[k].ranges[0].lo;
   }
-  std::string name;
   for (;;) {
     name.clear();
     for (size_t k = 0; k < item.pieces.size(); ++k) {
@@ -260,7 +261,7 @@ void expand_item(const Item& item, std::vector<std::string>& out) {
         append_number(name, cursors[k].value, p.ranges[cursors[k].range].width);
       }
     }
-    out.push_back(name);
+    out(name);
     // Advance the rightmost group; carry into the one to its left when it wraps.
     size_t k = item.pieces.size();
     for (;;) {
@@ -309,12 +310,41 @@ std::optional<Split> split_name(std::string_view name) {
 
 }  // namespace
 
+// The expression's own copy, and its items, whose literals point into that copy.
+struct Names::Parsed {
+  std::string expr;
+  std::vector<Item> items;
+  size_t total = 0;
+};
+
+size_t Names::size() const { return parsed_ ? parsed_->total : 0; }
+
+void Names::for_each(const std::function<void(std::string_view)>& fn) const {
+  if (!parsed_) return;
+  std::string name;
+  for (const Item& item : parsed_->items) expand_item(item, name, fn);
+}
+
+Result<Names> parse(std::string_view expr, size_t max_names) {
+  auto parsed = std::make_shared<Names::Parsed>();
+  parsed->expr = std::string(expr);
+  Parser parser(parsed->expr, max_names);
+  BERTH_TRY(parsed->items, parser.parse());
+  parsed->total = static_cast<size_t>(parser.total());
+  Names names;
+  names.parsed_ = std::move(parsed);
+  return names;
+}
+
 Result<std::vector<std::string>> expand(std::string_view expr, size_t max_names) {
   Parser parser(expr, max_names);
   BERTH_TRY(std::vector<Item> items, parser.parse());
   std::vector<std::string> names;
   names.reserve(static_cast<size_t>(parser.total()));
-  for (const Item& item : items) expand_item(item, names);
+  std::string name;
+  for (const Item& item : items) {
+    expand_item(item, name, [&names](const std::string& n) { names.push_back(n); });
+  }
   return names;
 }
 

@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +34,26 @@ inline constexpr size_t kDefaultMaxNames = 10'000'000;
 // Expands `expr` into host names, in order, duplicates kept.
 Result<std::vector<std::string>> expand(std::string_view expr,
                                         size_t max_names = kDefaultMaxNames);
+
+// An expression parsed once, its names produced one at a time: for a caller that takes
+// them one by one and would otherwise hold them all at once (a Slurm job's 10^5 node
+// names, on their way into the node table).
+class Names {
+ public:
+  // How many names it expands to.
+  size_t size() const;
+  // Calls `fn` with each name, in expand()'s order; the view lasts until the next call.
+  void for_each(const std::function<void(std::string_view)>& fn) const;
+
+ private:
+  friend Result<Names> parse(std::string_view expr, size_t max_names);
+  struct Parsed;
+  std::shared_ptr<const Parsed> parsed_;
+};
+
+// Parses `expr` without expanding it: fails exactly when expand(expr, max_names) fails,
+// with the same error.
+Result<Names> parse(std::string_view expr, size_t max_names = kDefaultMaxNames);
 
 // The number of names `expr` expands to, without producing them: fails exactly when
 // expand(expr, max_names) fails, with the same error. For a caller that only asks

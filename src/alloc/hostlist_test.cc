@@ -269,6 +269,45 @@ TEST(Hostlist, CountAgreesWithExpand) {
   EXPECT_EQ(*big, 1'000'000'000'000u);
 }
 
+TEST(Hostlist, ParsedNamesAreExpandsNamesOneAtATime) {
+  const char* exprs[] = {
+      "a",          "a,b,c",  "n[1-10]",     "r[1-2]n[1-5]", "n[1-5],m[1-6]", "n[1-11]",
+      "n[9-3],m[",  "a,,n[",  "",            "n[0-999999999999999999][0-999999999999999999]",
+      "n[01-3]x,y", "n[1,1]", "a b",         "r[1-2]-c[1-2]-n[08-10]",
+  };
+  for (const char* e : exprs) {
+    auto names = expand(e, 12);
+    auto parsed = parse(e, 12);
+    ASSERT_EQ(parsed.ok(), names.ok()) << e;
+    if (!parsed.ok()) {
+      EXPECT_EQ(parsed.error().message(), names.error().message()) << e;
+      continue;
+    }
+    EXPECT_EQ(parsed->size(), names->size()) << e;
+    std::vector<std::string> one_by_one;
+    parsed->for_each([&](std::string_view n) { one_by_one.emplace_back(n); });
+    EXPECT_EQ(one_by_one, *names) << e;
+    // Again: the names are made afresh each time, from the expression's own copy.
+    one_by_one.clear();
+    auto copy = *parsed;
+    copy.for_each([&](std::string_view n) { one_by_one.emplace_back(n); });
+    EXPECT_EQ(one_by_one, *names) << e;
+  }
+}
+
+TEST(Hostlist, ParsedNamesOutliveTheText) {
+  auto parsed = [] {
+    std::string text = "node[98-101],login";
+    auto p = parse(text);
+    text.assign(text.size(), 'x');  // the caller's text changes and goes
+    return p;
+  }();
+  ASSERT_TRUE(parsed.ok());
+  std::vector<std::string> names;
+  parsed->for_each([&](std::string_view n) { names.emplace_back(n); });
+  EXPECT_EQ(names, words("node98 node99 node100 node101 login"));
+}
+
 // compress: each case gives names and the exact expression expected.
 struct CompressCase {
   const char* names;  // space-separated

@@ -1,9 +1,11 @@
-// Fuzzes hostlist::expand, hostlist::count and the compress round trip (spec 01 §2).
+// Fuzzes hostlist::expand, hostlist::count, hostlist::parse and the compress round trip
+// (spec 01 §2).
 //
 // Properties checked, abort() on any violation:
 //   - expand never crashes, and a failure is kInvalidInput with a "position N: " message;
 //   - count(x) agrees with expand(x): the same number of names, or the same error;
 //   - count(x) at the default bound agrees with expand(x) at the small bound used here;
+//   - parse(x) fails as expand(x) does, or hands over its names one at a time;
 //   - compress(expand(x)) expands back to exactly the same names, in order.
 #include <algorithm>
 #include <cstddef>
@@ -44,11 +46,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto names = hostlist::expand(expr, max_names);
   auto n = hostlist::count(expr, max_names);
   auto total = hostlist::count(expr);
-  if (n.ok() != names.ok()) abort();
+  auto parsed = hostlist::parse(expr, max_names);
+  if (n.ok() != names.ok() || parsed.ok() != names.ok()) abort();
   if (!total.ok()) check_error(total.error());
   if (!names.ok()) {
     check_error(names.error());
     if (n.error().message() != names.error().message()) abort();
+    if (parsed.error().message() != names.error().message()) abort();
     // Failing at the small bound: a syntax error, or more names than it allows.
     if (total.ok() && *total <= max_names) abort();
     return 0;
@@ -56,6 +60,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (*n != names->size()) abort();
   if (!total.ok() || *total != names->size()) abort();
   if (names->empty() || names->size() > max_names) abort();
+  // One at a time, the same names in the same order.
+  if (parsed->size() != names->size()) abort();
+  size_t at = 0;
+  parsed->for_each([&](std::string_view name) {
+    if (at >= names->size() || (*names)[at] != name) abort();
+    ++at;
+  });
+  if (at != names->size()) abort();
   std::string compressed = hostlist::compress(*names);
   auto again = hostlist::expand(compressed, max_names);
   if (!again.ok() || *again != *names) abort();
