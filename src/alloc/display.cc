@@ -1,5 +1,6 @@
 #include "alloc/display.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -15,44 +16,51 @@ constexpr int kFormatVersion = 1;
 
 std::string_view yes(bool b) { return b ? "true" : "false"; }
 
+// Copies a literal: its size is a constant, so the copy is a few moves, not a call.
+template <size_t N>
+char* put(char* out, const char (&text)[N]) {
+  std::memcpy(out, text, N - 1);
+  return out + N - 1;
+}
+char* put(char* out, std::string_view text) {
+  std::memcpy(out, text.data(), text.size());
+  return out + text.size();
+}
+char* put(char* out, bool b) { return b ? put(out, "true") : put(out, "false"); }
+char* put_number(char* out, int64_t v) { return fmt::format_to(out, FMT_COMPILE("{}"), v); }
+
 // Appends node `n` of write_json() when it is the common kind — no aliases, no user,
-// names that are JSON strings as they are — in one piece: its size is known, so the
-// buffer grows once and every part is a copy. Returns false for any other node.
+// names that are JSON strings as they are — in one piece: the buffer grows once, by
+// at most what the node can take, and each literal is a constant-sized copy. Returns
+// false for any other node.
 bool append_plain_node(std::string& buf, const Node& n, bool first) {
-  using namespace std::string_view_literals;
   if (!n.aliases.empty() || !n.user.empty() || !str::is_plain_json(n.name) ||
-      !str::is_plain_json(n.rawname)) {
+      (n.rawname != n.name && !str::is_plain_json(n.rawname))) {
     return false;
   }
-  fmt::format_int index(n.index), slots(n.slots), slots_max(n.slots_max);
-  const std::string_view parts[] = {
-      first ? "[\n    {\n      \"index\": "sv : ",\n    {\n      \"index\": "sv,
-      std::string_view(index.data(), index.size()),
-      ",\n      \"name\": \""sv,
-      n.name,
-      "\",\n      \"rawname\": \""sv,
-      n.rawname,
-      "\",\n      \"aliases\": [],\n      \"slots\": "sv,
-      std::string_view(slots.data(), slots.size()),
-      ",\n      \"slots_max\": "sv,
-      std::string_view(slots_max.data(), slots_max.size()),
-      ",\n      \"slots_given\": "sv,
-      yes(n.slots_given),
-      ",\n      \"state\": \""sv,
-      node_state_name(n.state),
-      "\",\n      \"local\": "sv,
-      yes(n.local),
-      "\n    }"sv,
-  };
-  size_t size = 0;
-  for (std::string_view p : parts) size += p.size();
+  // Literals, three numbers of at most 20 characters and two booleans of at most 5.
+  constexpr size_t kFixed = 256;
   size_t at = buf.size();
-  buf.resize(at + size);
+  buf.resize(at + kFixed + n.name.size() + n.rawname.size());
   char* out = buf.data() + at;
-  for (std::string_view p : parts) {
-    std::memcpy(out, p.data(), p.size());
-    out += p.size();
-  }
+  out = first ? put(out, "[\n    {\n      \"index\": ") : put(out, ",\n    {\n      \"index\": ");
+  out = put_number(out, static_cast<int64_t>(n.index));
+  out = put(out, ",\n      \"name\": \"");
+  out = put(out, n.name);
+  out = put(out, "\",\n      \"rawname\": \"");
+  out = put(out, n.rawname);
+  out = put(out, "\",\n      \"aliases\": [],\n      \"slots\": ");
+  out = put_number(out, n.slots);
+  out = put(out, ",\n      \"slots_max\": ");
+  out = put_number(out, n.slots_max);
+  out = put(out, ",\n      \"slots_given\": ");
+  out = put(out, n.slots_given);
+  out = put(out, ",\n      \"state\": \"");
+  out = put(out, std::string_view(node_state_name(n.state)));
+  out = put(out, "\",\n      \"local\": ");
+  out = put(out, n.local);
+  out = put(out, "\n    }");
+  buf.resize(static_cast<size_t>(out - buf.data()));
   return true;
 }
 

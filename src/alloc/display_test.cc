@@ -68,6 +68,11 @@ TEST(Display, JsonIsWhatNlohmannWrites) {
   odd.user = "\xc3";
   odd.slots = INT64_MAX;
   a.nodes.push_back(odd);
+  // A plain name beside a raw name of its length that is not: each is looked at.
+  Node same_size = node(4, "ab");
+  same_size.rawname = "a\"";
+  same_size.slots_given = true;
+  a.nodes.push_back(same_size);
   a.total_slots = 12;
   EXPECT_EQ(to_json(a), reference(a));
   EXPECT_FALSE(nlohmann::json::parse(to_json(a), nullptr, false).is_discarded());
