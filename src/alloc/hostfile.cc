@@ -7,8 +7,8 @@
 //   ^node04                      excluded (may be an expression too: ^node[05-06])
 //   fe80::1  [fe80::2]           IPv6 addresses, bare or bracketed
 //
-// Keys, with PRRTE's spellings (src/util/hostfile/hostfile_lex.l, and its hostfile
-// AGENTS.md "explicit count (also cpu=, count=)"): slots, cpu, count; max_slots,
+// Keys, with PRRTE's spellings (its hostfile lexer, src/util/hostfile/hostfile_lex.l,
+// where cpu= and count= are other names for slots=): slots, cpu, count; max_slots,
 // max-slots, slots_max, slots-max and the cpu_/count_ forms of those; username,
 // user-name, user_name. Keys are case-insensitive and "slots = 4" may be spaced out.
 //
