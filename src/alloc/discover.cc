@@ -26,27 +26,25 @@ const std::vector<SourceInfo> kSources = {
     {"hosts", 1, false, discover_hosts},
 };
 
+// The most nodes one allocation may have, multiplied (spec 01 §2.6).
+constexpr size_t kMaxNodes = 10'000'000;
+
 // The multiplier (spec 01 §2.6): N copies of every node, to simulate a larger cluster
 // from a smaller one. Copy k >= 1 of "node" is named "node-x<k>" so that copies are
 // distinct node-table entries rather than duplicates that dedup would drop.
-std::vector<NodeSpec> multiply(std::vector<NodeSpec> specs, int64_t factor) {
-  if (factor <= 1) return specs;
-  std::vector<NodeSpec> out;
-  out.reserve(specs.size() * static_cast<size_t>(factor));
-  for (const NodeSpec& s : specs) {
-    out.push_back(s);
-    for (int64_t k = 1; k < factor; ++k) {
-      NodeSpec c = s;
-      size_t dot = s.name.find('.');
-      std::string suffix = fmt::format("-x{}", k);
-      c.name = dot == std::string::npos || dot == 0
-                   ? s.name + suffix
-                   : s.name.substr(0, dot) + suffix + s.name.substr(dot);
-      c.aliases.clear();
-      out.push_back(std::move(c));
-    }
+void multiply(const NodeSpec& s, int64_t factor, const NodeSink& add) {
+  add(s);
+  if (factor <= 1) return;
+  NodeSpec c = s;
+  c.aliases.clear();
+  size_t dot = s.name.find('.');
+  for (int64_t k = 1; k < factor; ++k) {
+    std::string suffix = fmt::format("-x{}", k);
+    c.name = dot == std::string::npos || dot == 0
+                 ? s.name + suffix
+                 : s.name.substr(0, dot) + suffix + s.name.substr(dot);
+    add(c);
   }
-  return out;
 }
 
 // What a --host/--hostfile filter asks of an allocation.
@@ -139,19 +137,19 @@ Result<void> apply_filter(const Input& in, Allocation& a, NodeTable& table) {
 
   // A filter may lower a node's slots, never raise them.
   for (auto [idx, want] : limits) {
-    Node& n = table.node(idx);
+    const Node& n = table.nodes()[idx];
     if (want > n.slots) {
       return fail(Errc::kRefused,
                   fmt::format("node '{}' asks for {} slots; {} gives it {}", n.name, want,
                               where, n.slots));
     }
   }
-  for (auto [idx, want] : limits) table.node(idx).slots = want;
+  for (auto [idx, want] : limits) table.set_slots(idx, want);
 
   for (const Node& n : table.nodes()) {
     bool kept = sel.any_positive ? sel.keep.count(n.index) > 0 : true;
     if (sel.drop.count(n.index)) kept = false;
-    if (!kept) table.node(n.index).state = NodeState::kNotIncluded;
+    if (!kept) table.exclude(n.index);
   }
   return Ok{};
 }
@@ -167,6 +165,24 @@ std::vector<const Node*> Allocation::up_nodes() const {
 }
 
 const std::vector<SourceInfo>& sources() { return kSources; }
+
+Found Found::listed(std::vector<NodeSpec> nodes, std::string job_id) {
+  Found f;
+  f.job_id = std::move(job_id);
+  f.count = nodes.size();
+  f.each = [nodes = std::make_shared<const std::vector<NodeSpec>>(std::move(nodes))](
+               const NodeSink& add) {
+    for (const NodeSpec& s : *nodes) add(s);
+  };
+  return f;
+}
+
+std::vector<NodeSpec> Found::nodes() const {
+  std::vector<NodeSpec> out;
+  out.reserve(count);
+  if (each) each([&out](const NodeSpec& s) { out.push_back(s); });
+  return out;
+}
 
 Result<Allocation> discover(const Input& in) {
   if (in.options.multiplier < 1) {
@@ -198,17 +214,23 @@ Result<Allocation> discover(const Input& in) {
   a.owner = owner->name;
   a.scheduler_owned = owner->scheduler_owned;
   a.job_id = found.job_id;
-  NodeTable table(in.local, in.options.keep_fqdn);
-  std::vector<NodeSpec> specs = multiply(std::move(found.nodes), in.options.multiplier);
-  table.reserve(specs.size());
-  // Each name's slot in the table is asked for a few names ahead: 10^5 names in a row
-  // would otherwise wait for memory one at a time.
-  constexpr size_t kAhead = 8;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (i + kAhead < specs.size()) table.prefetch(specs[i + kAhead].name);
-    table.insert(std::move(specs[i]));
+  const auto factor = static_cast<size_t>(in.options.multiplier);
+  if (found.count > kMaxNodes / factor) {
+    if (factor == 1) {
+      return fail(Errc::kInvalidInput, fmt::format("the {} allocation has {} nodes, more than {}",
+                                                   a.owner, found.count, kMaxNodes));
+    }
+    return fail(Errc::kInvalidInput,
+                fmt::format("--multiplier: {} copies of the {} allocation's {} node(s) are "
+                            "more than {} nodes",
+                            factor, a.owner, found.count, kMaxNodes));
   }
-  specs = {};
+  NodeTable table(in.local, in.options.keep_fqdn);
+  table.reserve(found.count * factor);
+  const NodeSink insert = [&table](const NodeSpec& s) { table.insert(s); };
+  if (found.each) {
+    found.each([&](const NodeSpec& s) { multiply(s, in.options.multiplier, insert); });
+  }
   if (table.nodes().empty()) {
     return fail(Errc::kInvalidInput, fmt::format("the {} allocation has no nodes", a.owner));
   }

@@ -139,6 +139,59 @@ TEST(Discover, MultiplierCopiesEveryNodeUnderDistinctNames) {
   EXPECT_FALSE(run(slurm_env(), o).ok());
 }
 
+// An allocation multiplied past 10^7 nodes is refused, naming the figures, before any
+// node is made: a multiplier of 10^14 used to ask for room for 2 x 10^14 nodes at once
+// (the process aborted), and 2 x 10^7 took a minute and 12 GB.
+TEST(Discover, MultiplierPastTenMillionNodesIsRefused) {
+  Options o;
+  o.multiplier = 100'000'000'000'000;
+  auto a = run(slurm_env("n[1-2]", "2(x2)"), o);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().code(), Errc::kInvalidInput);
+  EXPECT_NE(a.error().message().find("--multiplier: 100000000000000 copies of the slurm "
+                                     "allocation's 2 node(s) are more than 10000000 nodes"),
+            std::string::npos)
+      << a.error().message();
+  o.multiplier = 5'000'001;
+  EXPECT_FALSE(run(slurm_env("n[1-2]", "2(x2)"), o).ok());
+  o.multiplier = 5;
+  EXPECT_TRUE(run(slurm_env("n[1-2]", "2(x2)"), o).ok());
+}
+
+// Slurm's node list is expanded into the table as it is read: a name the list repeats
+// is still one node, with the first count, and order and indices are the list's.
+TEST(Discover, SlurmNodeListRepeatsAreOneNode) {
+  auto a = run(slurm_env("n[1-3],n2,m.x.org,m", "1,2,3,4,5,6"));
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  ASSERT_EQ(a->nodes.size(), 4u);
+  EXPECT_EQ(a->nodes[1].name, "n2");
+  EXPECT_EQ(a->nodes[1].slots, 2);
+  EXPECT_EQ(a->nodes[3].name, "m");
+  EXPECT_EQ(a->nodes[3].rawname, "m.x.org");
+  EXPECT_EQ(a->nodes[3].slots, 5);
+  EXPECT_EQ(a->total_slots, 1 + 2 + 3 + 5);
+}
+
+TEST(Discover, FoundListedHandsOverItsNodesInOrderEachTime) {
+  NodeSpec a;
+  a.name = "a";
+  a.slots = 2;
+  NodeSpec b;
+  b.name = "b";
+  b.aliases = {"b.x"};
+  Found f = Found::listed({a, b}, "9");
+  EXPECT_EQ(f.job_id, "9");
+  EXPECT_EQ(f.count, 2u);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<NodeSpec> got = f.nodes();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].name, "a");
+    EXPECT_EQ(got[0].slots, 2);
+    EXPECT_EQ(got[1].aliases, std::vector<std::string>{"b.x"});
+  }
+  EXPECT_TRUE(Found{}.nodes().empty());
+}
+
 TEST(Discover, HostFilterSelectsAndKeepsIndices) {
   Options o;
   o.hosts = {"n2,n4:1"};

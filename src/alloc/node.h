@@ -33,8 +33,8 @@ struct Node {
   std::vector<std::string> aliases;  // every other name that reaches this node
   int64_t slots = 0;
   int64_t slots_max = 0;
-  bool slots_given = false;
   NodeState state = NodeState::kUp;
+  bool slots_given = false;
   bool local = false;                // this node is the host berth runs on
   std::string user;
 };

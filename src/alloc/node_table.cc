@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "util/memory.h"
 #include "util/strings.h"
 
 namespace berth::alloc {
@@ -46,7 +47,12 @@ std::string_view NodeTable::NameText::operator()(size_t i) const {
 
 void NodeTable::reserve(size_t n) {
   nodes_.reserve(n);
+  // The room is reserved to be written: its pages are asked for at once.
+  memory::populate_for_writing(nodes_.data() + nodes_.size(),
+                               (nodes_.capacity() - nodes_.size()) * sizeof(Node));
   names_.reserve(n);
+  memory::populate_for_writing(names_.data() + names_.size(),
+                               (names_.capacity() - names_.size()) * sizeof(NameRef));
   by_name_.reserve(n);
 }
 
@@ -90,7 +96,7 @@ std::optional<size_t> NodeTable::find_otherwise(std::string_view name) const {
   return std::nullopt;
 }
 
-std::pair<size_t, bool> NodeTable::insert(NodeSpec spec) {
+std::pair<size_t, bool> NodeTable::insert(const NodeSpec& spec) {
   // Dedup: the spec's name, its short form and each alias are looked up; the first
   // match is the node. The held entry is authoritative (spec 01 §6): its slots stand.
   // The look-up of the name itself is also where it goes: most names are short and new.
@@ -101,38 +107,42 @@ std::pair<size_t, bool> NodeTable::insert(NodeSpec spec) {
     if (auto hit = find(a)) return {*hit, false};
   }
 
-  Node n;
-  n.index = nodes_.size();
-  n.name = short_name(spec.name);
-  n.rawname = std::move(spec.name);
+  // Made in place: the index reads each name from the node.
+  const size_t index = nodes_.size();
+  Node& n = nodes_.emplace_back();
+  n.index = index;
+  std::string_view name = short_view(spec.name);
+  const bool shortened = name.size() != spec.name.size();
+  n.name = name;
+  n.rawname = spec.name;
   n.slots = spec.slots;
   n.slots_max = spec.slots_max;
   n.slots_given = spec.slots_given;
-  n.user = std::move(spec.user);
-  n.local = is_local_name(n.rawname) || is_local_name(n.name);
-  if (n.rawname != n.name) n.aliases.push_back(n.rawname);
+  up_slots_ += n.slots;
+  n.user = spec.user;
+  n.local = is_local_name(n.rawname) || (shortened && is_local_name(n.name));
+  if (shortened) n.aliases.push_back(n.rawname);
   for (const std::string& a : spec.aliases) {
     if (a != n.name && std::find(n.aliases.begin(), n.aliases.end(), a) == n.aliases.end()) {
       n.aliases.push_back(a);
     }
   }
-  size_t index = n.index;
-  size_t aliases = n.aliases.size();
-  nodes_.push_back(std::move(n));
-  // Indexed once the node is in place: the index reads each name from the node.
-  const Node& added = nodes_.back();
-  bool probed = !added.name.empty() && added.name == added.rawname;
-  index_name(index, 0, probed ? &probe : nullptr);
+  const size_t aliases = n.aliases.size();
+  index_name(index, 0, !n.name.empty() && !shortened ? &probe : nullptr);
   for (size_t k = 0; k < aliases; ++k) index_name(index, static_cast<uint32_t>(k + 1));
   return {index, true};
 }
 
-int64_t NodeTable::total_slots() const {
-  int64_t total = 0;
-  for (const Node& n : nodes_) {
-    if (n.state == NodeState::kUp) total += n.slots;
-  }
-  return total;
+void NodeTable::set_slots(size_t index, int64_t slots) {
+  Node& n = nodes_[index];
+  if (n.state == NodeState::kUp) up_slots_ += slots - n.slots;
+  n.slots = slots;
+}
+
+void NodeTable::exclude(size_t index) {
+  Node& n = nodes_[index];
+  if (n.state == NodeState::kUp) up_slots_ -= n.slots;
+  n.state = NodeState::kNotIncluded;
 }
 
 }  // namespace berth::alloc

@@ -32,25 +32,25 @@ class NodeTable {
 
   // Adds `spec`, or finds the node it duplicates. Returns the node's index and whether
   // it was new.
-  std::pair<size_t, bool> insert(NodeSpec spec);
-
-  // A hint: `name` is about to be inserted or looked up (node_table.cc).
-  void prefetch(std::string_view name) const { by_name_.prefetch(name); }
+  std::pair<size_t, bool> insert(const NodeSpec& spec);
 
   // The node reached by `name` (its name, rawname or an alias; the local host's names
   // reach the local node), if any.
   std::optional<size_t> find(std::string_view name) const;
 
   const std::vector<Node>& nodes() const { return nodes_; }
-  Node& node(size_t index) { return nodes_[index]; }
+  // A filter's changes: node `index` gets `slots`, or is excluded (kNotIncluded).
+  void set_slots(size_t index, int64_t slots);
+  void exclude(size_t index);
   // Room for `n` nodes without growing (an allocation of 10^5 nodes is inserted
   // whole).
   void reserve(size_t n);
   // The nodes, moved out: the table is done with.
   std::vector<Node> take_nodes() && { return std::move(nodes_); }
 
-  // Sum of slots over nodes in state kUp.
-  int64_t total_slots() const;
+  // Sum of slots over nodes in state kUp (kept as they change: a pass over 10^5 nodes
+  // to add them up is a pass over 15 MB).
+  int64_t total_slots() const { return up_slots_; }
 
   // The short form of `name` under this table's rules ("a.b.c" -> "a" unless keep_fqdn
   // or an IP address).
@@ -81,6 +81,7 @@ class NodeTable {
   std::vector<std::string> local_names_;  // every name of the local host
   bool keep_fqdn_;
   std::vector<Node> nodes_;
+  int64_t up_slots_ = 0;
   // Every name and alias -> its node, each held once, in the nodes themselves.
   std::vector<NameRef> names_;
   NameIndex by_name_{NameText{this}};

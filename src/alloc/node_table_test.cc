@@ -77,8 +77,15 @@ TEST(NodeTable, IndicesAreArrivalOrderAndTotalCountsOnlyUpNodes) {
   p.insert(spec("b", 3));
   p.insert(spec("c", 5));
   EXPECT_EQ(p.nodes()[2].index, 2u);
-  p.node(1).state = NodeState::kNotIncluded;
+  EXPECT_EQ(p.total_slots(), 10);
+  p.exclude(1);
   EXPECT_EQ(p.total_slots(), 7);
+  p.set_slots(2, 4);  // a filter lowering an up node's slots
+  EXPECT_EQ(p.total_slots(), 6);
+  p.set_slots(1, 1);  // and an excluded node's: not counted either way
+  EXPECT_EQ(p.total_slots(), 6);
+  p.exclude(1);  // twice is once
+  EXPECT_EQ(p.total_slots(), 6);
   EXPECT_EQ(p.find("b"), 1u);  // a filtered node keeps its index
 }
 

@@ -134,9 +134,7 @@ Result<std::vector<NodeSpec>> parse_simulate(std::string_view text, std::string_
 SourceResult discover_simulator(const Input& in) {
   if (!in.options.simulate) return std::optional<Found>();
   BERTH_TRY(std::vector<NodeSpec> nodes, parse_simulate(*in.options.simulate, "--simulate"));
-  Found f;
-  f.nodes = std::move(nodes);
-  return std::optional<Found>(std::move(f));
+  return std::optional<Found>(Found::listed(std::move(nodes)));
 }
 
 }  // namespace berth::alloc

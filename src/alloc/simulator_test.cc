@@ -137,7 +137,7 @@ TEST(Simulate, DiscoverBuildsTheAllocation) {
   auto r = discover_simulator(Input{env, opts, local});
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->has_value());
-  EXPECT_EQ(render((*r)->nodes), "sim1/3 sim2/3");
+  EXPECT_EQ(render((*r)->nodes()), "sim1/3 sim2/3");
   EXPECT_TRUE((*r)->job_id.empty());
 }
 

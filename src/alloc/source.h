@@ -55,9 +55,21 @@ struct Input {
   const LocalHost& local;
 };
 
+// Where a source's nodes go, one at a time, in the source's order.
+using NodeSink = std::function<void(const NodeSpec&)>;
+
 struct Found {
-  std::vector<NodeSpec> nodes;
   std::string job_id;                 // the scheduler's job id, or empty
+  // The nodes: each(add) hands every node to `add` once, in order, as often as it is
+  // called. A source that parsed a list holds it (listed()); the Slurm source expands
+  // its node list as the nodes are handed over, so that a job's 10^5 names go straight
+  // into the node table and are never held as names and then as specs on the way.
+  size_t count = 0;                   // how many nodes each() hands over
+  std::function<void(const NodeSink& add)> each;
+
+  static Found listed(std::vector<NodeSpec> nodes, std::string job_id = {});
+  // Every node, collected.
+  std::vector<NodeSpec> nodes() const;
 };
 
 using SourceResult = Result<std::optional<Found>>;

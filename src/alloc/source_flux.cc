@@ -266,7 +266,7 @@ SourceResult discover_flux(const Input& in) {
   BERTH_TRY(std::string job_id, get_job_id(in.env, "FLUX_JOB_ID"));
   BERTH_TRY(std::string text, read_named_file(what, path));
   BERTH_TRY(auto nodes, parse_flux_r(text, file_origin(what, path)));
-  return std::optional<Found>(Found{std::move(nodes), std::move(job_id)});
+  return std::optional<Found>(Found::listed(std::move(nodes), std::move(job_id)));
 }
 
 }  // namespace berth::alloc

@@ -195,7 +195,7 @@ TEST(DiscoverFlux, ReadsFileFromFlag) {
   auto r = discover_flux(in.input());
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_TRUE(r->has_value());
-  EXPECT_EQ(summary((*r)->nodes), "node1:4 node2:4 node3:4 node4:4");
+  EXPECT_EQ(summary((*r)->nodes()), "node1:4 node2:4 node3:4 node4:4");
   EXPECT_EQ((*r)->job_id,
             "\xc6\x92"
             "D7j8aT");
@@ -208,7 +208,7 @@ TEST(DiscoverFlux, ReadsFileFromEnvironment) {
   auto r = discover_flux(in.input());
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_TRUE(r->has_value());
-  EXPECT_EQ(summary((*r)->nodes), "node1:4 node2:4 node3:4 node4:4");
+  EXPECT_EQ(summary((*r)->nodes()), "node1:4 node2:4 node3:4 node4:4");
   EXPECT_EQ((*r)->job_id, "");
 }
 
@@ -221,7 +221,7 @@ TEST(DiscoverFlux, FlagWinsOverEnvironment) {
   auto r = discover_flux(in.input());
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_TRUE(r->has_value());
-  EXPECT_EQ(summary((*r)->nodes), "fromflag:1");
+  EXPECT_EQ(summary((*r)->nodes()), "fromflag:1");
 }
 
 TEST(DiscoverFlux, Errors) {

@@ -75,7 +75,7 @@ SourceResult discover_gridengine(const Input& in) {
 
   BERTH_TRY(std::string text, read_named_file("PE_HOSTFILE", *path));
   BERTH_TRY(auto nodes, parse_pe_hostfile(text, file_origin("PE_HOSTFILE", *path)));
-  return std::optional<Found>(Found{std::move(nodes), std::move(job_id)});
+  return std::optional<Found>(Found::listed(std::move(nodes), std::move(job_id)));
 }
 
 }  // namespace berth::alloc

@@ -121,8 +121,8 @@ TEST(DiscoverGridEngine, ReadsPeHostfile) {
   auto r = discover_gridengine(in.input());
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_TRUE(r->has_value());
-  EXPECT_EQ(summary((*r)->nodes), "n1:2 n2:1");
-  EXPECT_TRUE(all_slots_given((*r)->nodes));
+  EXPECT_EQ(summary((*r)->nodes()), "n1:2 n2:1");
+  EXPECT_TRUE(all_slots_given((*r)->nodes()));
   EXPECT_EQ((*r)->job_id, "42");
 }
 

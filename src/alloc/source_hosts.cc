@@ -118,9 +118,7 @@ Result<std::vector<NodeSpec>> from_dash_host(const Input& in) {
 }
 
 SourceResult found(std::vector<NodeSpec> nodes) {
-  Found f;
-  f.nodes = std::move(nodes);
-  return std::optional<Found>(std::move(f));
+  return std::optional<Found>(Found::listed(std::move(nodes)));
 }
 
 std::string excluded_note(const Hostfile& hf) {

@@ -46,7 +46,7 @@ class HostsSource : public testing::Test {
     auto r = discover();
     if (!r.ok()) return "error: " + r.error().message();
     if (!r->has_value()) return "nullopt";
-    return render((*r)->nodes);
+    return render((*r)->nodes());
   }
 
   std::filesystem::path dir_;

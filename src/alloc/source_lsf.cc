@@ -63,19 +63,18 @@ SourceResult discover_lsf(const Input& in) {
   if (!hostfile && !mcpu) return std::optional<Found>();
   BERTH_TRY(std::string job_id, get_job_id(in.env, "LSB_JOBID"));
 
-  Found found;
-  found.job_id = std::move(job_id);
+  std::vector<NodeSpec> nodes;
   if (hostfile) {
     // The hostfile is preferred: it has one line per slot and no length limit, while
     // LSB_MCPU_HOSTS is an environment variable. When it is set but cannot be read
     // the job fails rather than falling back to LSB_MCPU_HOSTS: the two should agree,
     // and a scheduler input that is present but broken is never papered over.
     BERTH_TRY(std::string text, read_named_file("LSB_DJOB_HOSTFILE", *hostfile));
-    BERTH_TRY(found.nodes, parse_lsf_hostfile(text, file_origin("LSB_DJOB_HOSTFILE", *hostfile)));
+    BERTH_TRY(nodes, parse_lsf_hostfile(text, file_origin("LSB_DJOB_HOSTFILE", *hostfile)));
   } else {
-    BERTH_TRY(found.nodes, parse_lsf_mcpu_hosts(*mcpu, "LSB_MCPU_HOSTS"));
+    BERTH_TRY(nodes, parse_lsf_mcpu_hosts(*mcpu, "LSB_MCPU_HOSTS"));
   }
-  return std::optional<Found>(std::move(found));
+  return std::optional<Found>(Found::listed(std::move(nodes), std::move(job_id)));
 }
 
 }  // namespace berth::alloc

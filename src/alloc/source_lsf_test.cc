@@ -134,8 +134,8 @@ TEST(DiscoverLsf, ReadsMcpuHosts) {
   auto r = discover_lsf(in.input());
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_TRUE(r->has_value());
-  EXPECT_EQ(summary((*r)->nodes), "hostA:4 hostB:2");
-  EXPECT_TRUE(all_slots_given((*r)->nodes));
+  EXPECT_EQ(summary((*r)->nodes()), "hostA:4 hostB:2");
+  EXPECT_TRUE(all_slots_given((*r)->nodes()));
   EXPECT_EQ((*r)->job_id, "4711");
 }
 
@@ -147,7 +147,7 @@ TEST(DiscoverLsf, HostfileWinsOverMcpuHosts) {
   auto r = discover_lsf(in.input());
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_TRUE(r->has_value());
-  EXPECT_EQ(summary((*r)->nodes), "h1:2 h2:1");
+  EXPECT_EQ(summary((*r)->nodes()), "h1:2 h2:1");
   EXPECT_EQ((*r)->job_id, "");
 }
 

@@ -20,7 +20,7 @@ SourceResult discover_pbs(const Input& in) {
   BERTH_TRY(std::string job_id, get_job_id(in.env, "PBS_JOBID"));
   BERTH_TRY(std::string text, read_named_file("PBS_NODEFILE", *path));
   BERTH_TRY(auto nodes, parse_pbs_nodefile(text, file_origin("PBS_NODEFILE", *path)));
-  return std::optional<Found>(Found{std::move(nodes), std::move(job_id)});
+  return std::optional<Found>(Found::listed(std::move(nodes), std::move(job_id)));
 }
 
 }  // namespace berth::alloc

@@ -42,7 +42,7 @@ SourceResult discover_slurm(const Input& in) {
                             job_var));
   }
   const auto& [list_var, list_text] = *list;
-  auto names = hostlist::expand(list_text);
+  auto names = hostlist::parse(list_text);
   if (!names.ok()) return names.error().with_context(list_var);
 
   const char* count_var = in.options.slurm_slots == SlurmSlots::kTasks
@@ -62,14 +62,21 @@ SourceResult discover_slurm(const Input& in) {
 
   Found f;
   f.job_id = job_id;
-  f.nodes.reserve(names->size());
-  for (size_t i = 0; i < names->size(); ++i) {
+  f.count = names->size();
+  // Expanded as the nodes are taken: parsing above already refused any list that
+  // would fail.
+  f.each = [names = std::move(*names),
+            counts = std::make_shared<const std::vector<int64_t>>(std::move(*counts))](
+               const NodeSink& add) {
     NodeSpec s;
-    s.name = std::move((*names)[i]);
-    s.slots = (*counts)[i];
     s.slots_given = true;  // the scheduler's count is authoritative
-    f.nodes.push_back(std::move(s));
-  }
+    size_t i = 0;
+    names.for_each([&](std::string_view name) {
+      s.name.assign(name);
+      s.slots = (*counts)[i++];
+      add(s);
+    });
+  };
   return std::optional<Found>(std::move(f));
 }
 

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/memory.h"
+
 namespace berth {
 
 template <class TextOf>
@@ -54,13 +56,6 @@ class FlatIndex {
     slots_[at] = slot(i, h);
     ++count_;
     ++generation_;
-  }
-
-  // Starts bringing the slot where a look for `text` begins into the cache: a caller
-  // about to look up many texts in a row asks for one a few ahead, so that a table
-  // larger than the cache does not cost a miss per look.
-  void prefetch(std::string_view text) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[hash(text) & mask()]);
   }
 
   // One look for `text` that can also be where it is added: when it is absent, its
@@ -137,6 +132,8 @@ class FlatIndex {
   void rehash(size_t n) {
     ++generation_;
     std::vector<uint64_t> old = std::move(slots_);
+    slots_.reserve(n);
+    memory::populate_for_writing(slots_.data(), n * sizeof(uint64_t));
     slots_.assign(n, kEmpty);
     for (uint64_t s : old) {
       if (s == kEmpty) continue;
