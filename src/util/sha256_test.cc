@@ -58,6 +58,17 @@ TEST(Sha256, HexEncodesAndRecognisesDigests) {
   EXPECT_FALSE(is_sha256_hex("abc"));
   EXPECT_FALSE(is_sha256_hex(std::string(64, 'A')));  // upper case is not a name
   EXPECT_FALSE(is_sha256_hex(std::string(64, 'g')));
+  // Every byte value, at the first, a middle and the last place: only 0-9 and a-f.
+  for (size_t at : {size_t{0}, size_t{31}, size_t{63}}) {
+    for (int b = 0; b < 256; ++b) {
+      std::string s(64, '7');
+      s[at] = static_cast<char>(b);
+      bool hex = (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f');
+      EXPECT_EQ(is_sha256_hex(s), hex) << "byte " << b << " at " << at;
+    }
+  }
+  EXPECT_FALSE(is_sha256_hex(std::string(63, 'a')));
+  EXPECT_FALSE(is_sha256_hex(std::string(65, 'a')));
 }
 
 }  // namespace
