@@ -37,6 +37,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "util/memory.h"
 #include "util/sha256.h"
 
 namespace berth::pipeline {
@@ -444,7 +445,10 @@ namespace {
 // 50,000 lines, and std::string::append's checks per field were most of writing it.
 class Out {
  public:
-  explicit Out(size_t hint) : buf_(hint, '\0') {}
+  explicit Out(size_t hint) {
+    memory::reserve_populated(buf_, hint);
+    buf_.resize(hint);
+  }
   void put(std::string_view v) { std::memcpy(room(v.size()), v.data(), v.size()), n_ += v.size(); }
   void put(char c) { *room(1) = c, ++n_; }
   template <typename T>
@@ -823,7 +827,7 @@ Result<std::string> settled_steps_text(const Settled& s, std::string_view object
                             object.size(), s.object_bytes));
   }
   std::string out;
-  out.reserve(s.steps_bytes);
+  memory::reserve_populated(out, s.steps_bytes);
   size_t pos = 0;
   for (const auto& v : s.overrides) {
     if (v.offset < pos || v.offset > object.size() || v.length > object.size() - v.offset) {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <random>
 
+#include "util/memory.h"
+
 namespace berth::files {
 namespace {
 
@@ -80,6 +82,7 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   size_t len = 0;
   size_t hint = S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) : 0;
   const size_t cap = max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1;
+  memory::reserve_populated(out, std::min(hint, cap - 1) + 1);
   out.resize(std::min(hint, cap - 1) + 1);
   for (;;) {
     if (len == out.size()) {

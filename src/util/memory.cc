@@ -25,4 +25,9 @@ void populate_for_writing(void* begin, size_t bytes) {
 #endif
 }
 
+void reserve_populated(std::string& s, size_t n) {
+  s.reserve(n);
+  populate_for_writing(s.data() + s.size(), s.capacity() - s.size());
+}
+
 }  // namespace berth::memory

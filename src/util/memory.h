@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace berth::memory {
 
@@ -12,5 +13,9 @@ namespace berth::memory {
 // without MADV_POPULATE_WRITE (before Linux 5.14) nothing happens: the pages then
 // fault in as they are written, as they would have.
 void populate_for_writing(void* begin, size_t bytes);
+
+// Room for `n` characters in `s` (std::string::reserve), the room past its contents
+// asked for at once: for a string of megabytes about to be written whole.
+void reserve_populated(std::string& s, size_t n);
 
 }  // namespace berth::memory

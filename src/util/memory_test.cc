@@ -28,5 +28,18 @@ TEST(Memory, PopulatingKeepsWhatIsThere) {
   EXPECT_EQ(room.back(), 5u);
 }
 
+TEST(Memory, ReservePopulatedKeepsTheStringAndMakesRoom) {
+  std::string s = "already here";
+  memory::reserve_populated(s, 3 << 20);
+  EXPECT_EQ(s, "already here");
+  EXPECT_GE(s.capacity(), size_t{3} << 20);
+  const char* data = s.data();
+  s.append((3 << 20) - 20, 'x');  // within the room: no new buffer
+  EXPECT_EQ(s.data(), data);
+  EXPECT_EQ(s.substr(0, 13), "already herex");
+  memory::reserve_populated(s, 10);  // less than it has: nothing changes
+  EXPECT_EQ(s.data(), data);
+}
+
 }  // namespace
 }  // namespace berth
