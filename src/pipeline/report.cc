@@ -293,6 +293,12 @@ std::string report_steps_json(const RunReport& r, EntrySpans* spans) {
   return write_steps(r, false, spans);
 }
 
+std::string step_entry_json(const StepRecord& s, bool as_cached) {
+  std::string out;
+  write_step(out, s, as_cached);
+  return out;
+}
+
 std::string report_json(const RunReport& r) { return report_json(r, report_steps_json(r)); }
 
 std::string settled_steps_json(const RunReport& r) { return write_steps(r, true, nullptr); }

@@ -148,6 +148,8 @@ std::string report_json(const RunReport& r);
 // With `spans`: where each step's entry ({...}) lies in what is returned, as (offset,
 // length), in step order.
 std::string report_steps_json(const RunReport& r, EntrySpans* spans = nullptr);
+// One step's entry of that array; with `as_cached`, as settled_steps_json() writes it.
+std::string step_entry_json(const StepRecord& s, bool as_cached);
 std::string report_json(const RunReport& r, std::string_view steps, bool as_object = false,
                         std::optional<size_t> settled_steps = std::nullopt,
                         const std::vector<std::string_view>& steps_changed = {});

@@ -195,14 +195,25 @@ Result<void> write_pieces_file(const std::string& path, std::string_view head,
 std::string RunOutcome::ordinary_report_json() const {
   // A dry run's is made only now that it is asked for (publish()).
   if (report_head.empty() && report) return pipeline::report_json(*report);
+  std::string spliced;
+  if (report_object) {
+    // Overrides publish() made against the object: they lie in it, in order.
+    size_t bytes = report_object->size();
+    for (const auto& v : report_overrides) bytes = bytes - v.length + v.entry.size();
+    if (auto made = splice_overrides(*report_object, report_overrides, bytes); made.ok()) {
+      spliced = std::move(*made);
+    }
+  }
+  const std::string& s = report_object ? spliced : report_steps;
   std::string out;
-  out.reserve(report_head.size() + report_steps.size() + kReportTail.size());
-  out.append(report_head).append(report_steps).append(kReportTail);
+  out.reserve(report_head.size() + s.size() + kReportTail.size());
+  out.append(report_head).append(s).append(kReportTail);
   return out;
 }
 
 Result<void> RunOutcome::write_report(int fd) const {
-  if (!settled && report_head.empty() && report) {
+  // A dry run's report, made now; an edit's rerun's, spliced from its object.
+  if (!settled && (report_object || (report_head.empty() && report))) {
     std::string text = ordinary_report_json();
     return files::write_all(fd, text.data(), text.size(), "stdout");
   }
@@ -302,6 +313,25 @@ struct Session::State {
                                                             std::string_view steps,
                                                             const EntrySpans& at,
                                                             EntrySpans& object_spans) const;
+  // An edit's rerun set against the last record's object, entry by entry (publish()).
+  struct Spliced {
+    std::vector<SettledOverride> report;  // the report's entries that differ from the object
+    std::vector<SettledOverride> rerun;   // those of the steps a rerun reports
+    EntrySpans at;                        // each entry in the steps a rerun reports
+    size_t rerun_bytes = 0;               // how long those steps are
+    size_t report_bytes = 0;              // how long the report's steps are
+  };
+  // nullopt when `rep` is not the last record's steps in its order, when the steps a
+  // rerun reports would differ from its object by more than kMaxOverrideBytes (or half
+  // the object), or when the object is not laid out as berth writes steps.
+  std::optional<Spliced> splice_on_object(const RunReport& rep) const;
+  // The record of `rep` (with RunOptions::record_settled): its entries at `at` in the
+  // steps a rerun reports (`steps_bytes` long), the object `kept_steps` names (its file)
+  // `object_bytes` long with `overrides`; written and remembered by the index, unless
+  // no steps were kept. The previous record and its steps file go unless they are it.
+  void keep_record(RunReport& rep, std::optional<std::pair<std::string, std::string>> kept_steps,
+                   const EntrySpans& at, size_t steps_bytes, size_t object_bytes,
+                   std::vector<SettledOverride> overrides);
 };
 
 Session::Session(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -617,21 +647,142 @@ std::optional<std::vector<SettledOverride>> Session::State::overrides_for(
   return made;
 }
 
+std::optional<Session::State::Spliced> Session::State::splice_on_object(
+    const RunReport& rep) const {
+  if (!settled || !previous_object || previous_steps.empty() || !rep.settled) return std::nullopt;
+  const Settled& last = *settled;
+  const std::string& object = *previous_object;
+  const size_t n = rep.steps.size();
+  if (n == 0 || last.entries.size() != n || rep.settled->entries.size() != n) return std::nullopt;
+  auto spans = settled_object_spans(last);
+  if (!spans) return std::nullopt;
+  // The object is "[" entry ("," entry)* "]", as every steps text berth writes: the
+  // steps made from it by overrides keep that layout, and entry i lies where it did.
+  size_t expect = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& [oo, ol] = (*spans)[i];
+    if (oo != expect || object[oo - 1] != (i == 0 ? '[' : ',')) return std::nullopt;
+    expect = oo + ol + 1;
+  }
+  if (expect != object.size() || object.back() != ']') return std::nullopt;
+  // Which of the object's entries the last record overrode: a step reused from one of
+  // those is not the object's entry.
+  std::vector<char> overridden(n, 0);
+  for (size_t i = 0, k = 0; i < n && k < last.overrides.size(); ++i) {
+    if (last.overrides[k].offset == (*spans)[i].first) overridden[i] = 1, ++k;
+  }
+  const std::string* recorded = rep.recorded.get();
+  const size_t most = std::min(kMaxOverrideBytes, object.size() / 2);
+  Spliced sp;
+  sp.at.reserve(n);
+  size_t pos = 1, rerun_overrides = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const StepRecord& r = rep.steps[i];
+    if (r.name != last.entries[i].name || rep.settled->entries[i].name != r.name) {
+      return std::nullopt;
+    }
+    const auto& [oo, ol] = (*spans)[i];
+    std::string_view theirs(object.data() + oo, ol);
+    std::string fresh_report, fresh_rerun;
+    std::string_view report_entry, rerun_entry;
+    bool report_same = false, rerun_same = false;
+    if (!r.recorded.empty()) {
+      // Reused: the same text in the report and for a rerun. The last record's entry
+      // i, not overridden, is the object's without a comparison.
+      report_entry = rerun_entry = r.recorded;
+      const SettledStep& e = last.entries[i];
+      report_same = !overridden[i] && recorded != nullptr &&
+                    r.recorded.data() == recorded->data() + e.offset && r.recorded.size() == e.length;
+      if (!report_same) report_same = r.recorded == theirs;
+      rerun_same = report_same;
+    } else {
+      fresh_report = step_entry_json(r, false);
+      fresh_rerun = step_entry_json(r, true);
+      report_entry = fresh_report;
+      rerun_entry = fresh_rerun;
+      report_same = report_entry == theirs;
+      rerun_same = rerun_entry == theirs;
+    }
+    if (!rerun_same) {
+      rerun_overrides += rerun_entry.size();
+      if (rerun_overrides > most) return std::nullopt;
+      sp.rerun.push_back({oo, ol, std::string(rerun_entry)});
+    }
+    if (!report_same) sp.report.push_back({oo, ol, std::string(report_entry)});
+    sp.at.emplace_back(pos, rerun_entry.size());
+    pos += rerun_entry.size() + 1;
+  }
+  sp.rerun_bytes = pos;
+  // The report's length: the object's, with each override's entry for what it replaces.
+  sp.report_bytes = object.size();
+  for (const auto& v : sp.report) sp.report_bytes = sp.report_bytes - v.length + v.entry.size();
+  return sp;
+}
+
 void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
   // A dry run's report is neither kept nor stored, and records nothing: its JSON,
   // megabytes for 10^5 steps, is made only if it is printed (write_report()).
   if (o.dry_run) return;
+  out.report_head = report_json_head(rep);
+  // A record is kept of a run whose every step is in it; with it, beside the index, the
+  // steps a rerun reports: this run's own when none executed, else the same with the
+  // executed ones reported cached.
+  bool record =
+      ro.record_settled && rep.settled && rep.settled->entries.size() == rep.steps.size();
+  bool executed = rep.count(StepState::kExecuted) > 0;
+  // An edit's rerun: the steps of the last record, a few executed again. Its report and
+  // the steps a rerun reports are that record's object with a few entries in place,
+  // each entry taken as it is or written afresh, set against the object's entry of the
+  // same step: no steps text is made whole.
+  if (record && executed) {
+    if (auto sp = splice_on_object(rep)) {
+      out.report_object = previous_object;
+      out.report_overrides = std::move(sp->report);
+      // The report: the object's file sent by the kernel around the entries that
+      // differ, on a thread of its own while the run's row is stored.
+      Result<void> report_written = Ok{};
+      {
+        std::jthread report_writer([&] {
+          files::Fd fd(::open(previous_steps.c_str(), O_RDONLY | O_CLOEXEC));
+          report_written = fd.valid() ? write_report_file(report_path, out.report_head, fd.get(),
+                                                          previous_object->size(),
+                                                          out.report_overrides)
+                                      : files::os_error(previous_steps, "open", errno);
+        });
+        std::vector<std::string_view> changed;
+        size_t bytes = 0;
+        for (const auto& v : out.report_overrides) {
+          changed.push_back(v.entry);
+          bytes += v.entry.size();
+        }
+        bool fits = bytes <= kMaxStepsChangedBytes;
+        if (!fits) changed.clear();
+        std::string whole;  // the report's steps, made only if they are stored whole
+        size_t report_bytes = sp->report_bytes;
+        auto stored = store_report(
+            rep, fits ? settled->steps_object : "",
+            [&]() -> Result<std::string_view> {
+              BERTH_TRY(whole, splice_overrides(*previous_object, out.report_overrides,
+                                                report_bytes));
+              return std::string_view(whole);
+            },
+            std::nullopt, *shared, std::move(changed));
+        if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
+        report_writer.join();
+        if (!report_written.ok()) say(report_written.error().message());
+        keep_record(rep, stored.ok() ? std::make_optional(std::make_pair(settled->steps_object,
+                                                                         previous_steps))
+                                     : std::nullopt,
+                    sp->at, sp->rerun_bytes, previous_object->size(), std::move(sp->rerun));
+      }
+      return;
+    }
+  }
   // The steps are written once, a reused step's entry copied as it was recorded; where
   // each entry lies is kept, so the steps a rerun reports are spliced from these.
   EntrySpans spans;
   out.report_steps = report_steps_json(rep, &spans);
-  out.report_head = report_json_head(rep);
   const std::string& steps_json = out.report_steps;
-  // A record is kept of a run whose every step is in it; with it, beside the index, the
-  // steps a rerun reports: this run's own when none executed, else the same with the
-  // executed ones reported cached.
-  bool record = ro.record_settled && rep.settled && rep.settled->entries.size() == spans.size();
-  bool executed = rep.count(StepState::kExecuted) > 0;
   // Beside the pipeline (replaced atomically, not fsynced: the runs row is the durable
   // record, and in a file:// store on the same filesystem the row's own barrier makes
   // the file durable with it), on a thread of its own while the steps a rerun reports
@@ -667,7 +818,7 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
   }
   report_writer.join();
   if (!report_written.ok()) say(report_written.error().message());
-  std::string steps_object;
+  bool stored_ok = false;
   {
     // The row names the kept object and carries this run's entries that differ from
     // it (the executed steps', the overridden ones'): not another copy of megabytes
@@ -693,26 +844,37 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
         [&]() -> Result<std::string_view> { return std::string_view(steps_json); }, std::nullopt,
         *shared, std::move(changed));
     if (stored.ok()) {
-      steps_object = *stored;
+      stored_ok = true;
     } else {
       say("the run's report was not stored: " + stored.error().message());
     }
   }
   if (!ro.record_settled) return;
+  keep_record(rep, stored_ok ? kept_steps : std::nullopt, at, steps.size(), object.size(),
+              std::move(overrides));
+  // A steps file kept for a record that was not: gone with it (keep_record() removed
+  // the previous one's).
+  if (kept_steps && !stored_ok) ::unlink(kept_steps->second.c_str());
+}
+
+void Session::State::keep_record(RunReport& rep,
+                                 std::optional<std::pair<std::string, std::string>> kept_steps,
+                                 const EntrySpans& at, size_t steps_bytes, size_t object_bytes,
+                                 std::vector<SettledOverride> overrides) {
   bool kept = false;
   std::string steps_path, record_path;
-  if (kept_steps && !steps_object.empty()) {  // steps are kept only for a record
-    steps_object = kept_steps->first;
+  if (kept_steps && rep.settled) {  // steps are kept only for a record
+    const std::string& steps_object = kept_steps->first;
     steps_path = kept_steps->second;
     record_path = settled_record_path(cache, steps_object);
     Settled& rec = *rep.settled;
-    for (size_t i = 0; i < at.size(); ++i) {
+    for (size_t i = 0; i < at.size() && i < rec.entries.size(); ++i) {
       rec.entries[i].offset = at[i].first;
       rec.entries[i].length = at[i].second;
     }
     rec.steps_object = steps_object;
-    rec.steps_bytes = steps.size();
-    rec.object_bytes = object.size();
+    rec.steps_bytes = steps_bytes;
+    rec.object_bytes = object_bytes;
     rec.overrides = std::move(overrides);
     rec.context = context();
     rec.base = base();

@@ -85,8 +85,12 @@ struct RunOutcome {
   std::optional<RunReport> report;
   // The ordinary run's report as JSON: report_head, report_steps (its "steps"),
   // kReportTail; kept in pieces, as megabytes of steps need not be copied once more.
+  // An edit's rerun has no report_steps: its steps are report_object (the last
+  // record's steps object) with report_overrides in place.
   std::string report_head;
   std::string report_steps;
+  std::shared_ptr<const std::string> report_object;
+  std::vector<SettledOverride> report_overrides;
   // A settled run: the report is settled_head, the steps file's bytes (steps_bytes of
   // them) with the record's overrides in place, kReportTail.
   bool settled = false;

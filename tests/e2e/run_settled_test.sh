@@ -113,6 +113,10 @@ expect_eq "edited step: it ran, the others did not" "$(counts) $(state sum)" \
   "1 executed 3 cached executed"
 expect_eq "edited step: the others' entries are the settled run's" "$(others)" "$before"
 expect_eq "edited step: result" "$(cat results/sum/o)" "$(cat results/w-1/o results/w-2/o results/w-3/o)"
+# Its report is the record's steps object with the entries that differ in place: the
+# report printed and last-run.json, written each their own way, are the same bytes.
+expect_eq "edited step: the report printed is last-run.json" \
+  "$(cmp "$T/out" .berth/last-run.json && echo same)" same
 # Its row names the steps a rerun reports (kept for the record, not stored again) and
 # carries the executed step's own entry: the two together are the run's steps.
 last=$(newest_run_row)
@@ -157,6 +161,8 @@ expect_eq "input edited: ordinary" "$(settled)" False
 expect_eq "input edited: w-2 and sum executed" "$(state w-2) $(state sum) $(state w-1)" \
   "executed executed cached"
 expect_eq "input edited: result" "$(cat results/w-2/o)" two
+expect_eq "input edited: the report printed is last-run.json" \
+  "$(cmp "$T/out" .berth/last-run.json && echo same)" same
 # After a run that executed some steps and found others cached, the settled answer
 # is still the ordinary one.
 run run pipeline.toml --format json
@@ -293,5 +299,62 @@ expect_eq "deep last-run.json, no record: the run goes on" "$RC $(state w-3)" "0
 expect_eq "deep last-run.json, no record: nothing to compare with" \
   "$(json "[s['reason'] for s in j['steps'] if s['name']=='w-3'][0]")" \
   "new: no earlier run of this step is recorded here"
+
+
+# An edit's rerun of a pipeline of more steps: its report and the steps a rerun reports
+# are the record's steps object with the few entries that differ in place. A step
+# reused from an entry the record carried as an override keeps that entry, through the
+# next edit and the settled run after it.
+mkdir -p "$T/q/in"
+cd "$T/q"
+for i in $(seq 1 12); do printf '%s\n' "$i" >"in/$i.txt"; done
+cat >pipeline.toml <<'X'
+[pipeline]
+name = "splice"
+
+[[step]]
+name = "c-{i}"
+foreach = { i = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] }
+inputs = { src = "in/{i}.txt" }
+cmd = ["cp", "{in.src}", "{out.o}"]
+outputs = ["o"]
+X
+entry() { json "json.dumps([s for s in j['steps'] if s['name'] == '$1'][0]['outputs'], sort_keys=True)"; }
+run run pipeline.toml --format json
+run run pipeline.toml --format json
+expect_eq "splice: settled" "$(settled)" True
+steps_file=$(ls .berth/cache/settled/*.json)
+printf 'one more\n' >>in/1.txt
+run run pipeline.toml --format json
+expect_eq "splice, first edit: c-1 executed, c-2 cached" "$(state c-1) $(state c-2)" \
+  "executed cached"
+expect_eq "splice, first edit: the report printed is last-run.json" \
+  "$(cmp "$T/out" .berth/last-run.json && echo same)" same
+expect_eq "splice, first edit: the same steps file, one override" \
+  "$(ls .berth/cache/settled/*.json) $(grep -c '^override ' .berth/cache/settled/*.record)" \
+  "$steps_file 1"
+c1=$(entry c-1)
+printf 'two more\n' >>in/2.txt
+run run pipeline.toml --format json
+expect_eq "splice, second edit: c-2 executed, c-1 reused" "$(state c-2) $(state c-1)" \
+  "executed cached"
+expect_eq "splice, second edit: c-1's entry is the one the first edit gave it" "$(entry c-1)" "$c1"
+expect_eq "splice, second edit: the report printed is last-run.json" \
+  "$(cmp "$T/out" .berth/last-run.json && echo same)" same
+expect_eq "splice, second edit: the same steps file, two overrides" \
+  "$(ls .berth/cache/settled/*.json) $(grep -c '^override ' .berth/cache/settled/*.record)" \
+  "$steps_file 2"
+c2=$(entry c-2)
+run run pipeline.toml --format json
+expect_eq "splice: settles again, c-1 and c-2 as the edits left them" \
+  "$(settled) $(counts) $([[ $(entry c-1) == "$c1" && $(entry c-2) == "$c2" ]] && echo kept)" \
+  "True 0 executed 12 cached kept"
+expect_eq "splice: results" "$(cat results/c-1/o results/c-2/o)" "$(printf '1\none more\n2\ntwo more')"
+# The ordinary path, asked afresh, reports the same steps.
+settled_steps=$(json "json.dumps(j['steps'], sort_keys=True)")
+rm -f .berth/cache/index.sqlite*
+run run pipeline.toml --format json
+expect_eq "splice: the ordinary path reports the same steps" \
+  "$(settled) $(json "json.dumps(j['steps'], sort_keys=True)")" "False $settled_steps"
 
 finish
