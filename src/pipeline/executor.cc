@@ -447,10 +447,9 @@ bool Executor::try_reuse(size_t i) {
   for (uint32_t o : e.objects) {
     if (o >= ru.check->object_ok.size() || !ru.check->object_ok[o]) return false;
   }
-  const std::string& steps = *ru.steps;
-  if (e.offset > steps.size() || e.length > steps.size() - e.offset || e.length < 2) return false;
-  std::string_view entry(steps.data() + e.offset, e.length);
-  if (entry.front() != '{' || entry.back() != '}') return false;
+  if (at >= ru.steps->text.size()) return false;
+  std::string_view entry = ru.steps->text[at];
+  if (entry.size() < 2 || entry.front() != '{' || entry.back() != '}') return false;
   if (ru.verify_fingerprints) {
     std::string fp = step_fingerprint(s, g_, tools_);
     if (fp.empty() || fp != e.fingerprint) return false;

@@ -49,11 +49,11 @@
 namespace berth::pipeline {
 
 // A settled record (settled.h) a run may reuse steps from: the record, which of its
-// facts still hold (check_settled()), and its steps file's bytes.
+// facts still hold (check_settled()), and its entries' text (recorded_entries()).
 struct SettledReuse {
   const Settled* record = nullptr;
   const SettledCheck* check = nullptr;
-  std::shared_ptr<const std::string> steps;
+  std::shared_ptr<const RecordedEntries> steps;
   // The pipeline's bytes or a tool's answer changed since the record: a step is reused
   // only when its fingerprint (key.h) is the recorded one. Otherwise the graph is the
   // record's, step for step, and names suffice.

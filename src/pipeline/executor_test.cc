@@ -662,12 +662,15 @@ class ExecutorReuseTest : public ExecutorTest {
     }
     rec_.steps = r.steps.size();
     rec_.steps_bytes = steps_->size();
+    rec_.object_bytes = steps_->size();
+    entries_ = recorded_entries(rec_, steps_);
+    ASSERT_NE(entries_, nullptr);
     check_ = check_settled(rec_, {place::PoolNode{"n0", {0, 1}, {}, std::nullopt}}, store_, probe_);
     ASSERT_EQ(check_.difference, std::nullopt);
   }
   // The next run reuses from the record.
   RunReport rerun(const Graph& g, bool verify_fingerprints = false) {
-    o_.reuse = SettledReuse{&rec_, &check_, steps_, verify_fingerprints};
+    o_.reuse = SettledReuse{&rec_, &check_, entries_, verify_fingerprints};
     runner_.started.clear();
     return run(g);
   }
@@ -684,6 +687,7 @@ class ExecutorReuseTest : public ExecutorTest {
   Settled rec_;
   SettledCheck check_;
   std::shared_ptr<std::string> steps_;
+  std::shared_ptr<const RecordedEntries> entries_;  // views into steps_
 };
 
 TEST_F(ExecutorReuseTest, EveryStepWhoseFactsHoldIsItsEntryNotKeyedLookedUpOrRun) {

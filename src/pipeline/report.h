@@ -111,8 +111,8 @@ struct RunReport {
   // everything but its context and steps filled in; settled_steps_json() is what a
   // rerun reports.
   std::optional<Settled> settled;
-  // The settled record's steps, which reused steps' entries (StepRecord::recorded) lie in.
-  std::shared_ptr<const std::string> recorded;
+  // The settled record's entries, which reused steps' entries (StepRecord::recorded) lie in.
+  std::shared_ptr<const RecordedEntries> recorded;
   int count(StepState s) const;
   // How many steps are in each state (indexed by StepState), in one pass over them.
   std::array<int, 7> counts() const;

@@ -292,11 +292,10 @@ struct Session::State {
   // A run answered from its settled record, when every fact of the record holds
   // (`check`) and its steps file is whole; nullopt otherwise.
   std::optional<RunOutcome> run_settled();
-  // The steps a rerun of the settled record reports (its steps object with its
-  // overrides in place), for an ordinary run to reuse entries from; null when the
-  // object's file is missing or not the record's length. Keeps the object's bytes in
-  // `previous_object`.
-  std::shared_ptr<const std::string> recorded_steps();
+  // The entries a rerun of the settled record reports (in its steps object, or its
+  // overrides), for an ordinary run to reuse; null when the object's file is missing or
+  // not the record's length. Keeps the object's bytes in `previous_object`.
+  std::shared_ptr<const RecordedEntries> recorded_steps();
   // The ordinary run's report: written, stored, and the settled record kept or dropped.
   void publish(RunReport& rep, const RunOptions& ro, RunOutcome& out);
   // Stores `steps` and keeps them in the cache as the file a settled record names
@@ -533,15 +532,12 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   return std::unique_ptr<Session>(new Session(std::move(st)));
 }
 
-std::shared_ptr<const std::string> Session::State::recorded_steps() {
+std::shared_ptr<const RecordedEntries> Session::State::recorded_steps() {
   if (previous_steps.empty()) return nullptr;
   auto bytes = files::read_file(previous_steps, settled->object_bytes + 1);
   if (!bytes.ok() || bytes->size() != settled->object_bytes) return nullptr;
   previous_object = std::make_shared<const std::string>(std::move(*bytes));
-  if (settled->overrides.empty()) return previous_object;
-  auto made = settled_steps_text(*settled, *previous_object);
-  if (!made.ok()) return nullptr;
-  return std::make_shared<const std::string>(std::move(*made));
+  return recorded_entries(*settled, previous_object);
 }
 
 std::optional<RunOutcome> Session::State::run_settled() {
@@ -665,13 +661,6 @@ std::optional<Session::State::Spliced> Session::State::splice_on_object(
     expect = oo + ol + 1;
   }
   if (expect != object.size() || object.back() != ']') return std::nullopt;
-  // Which of the object's entries the last record overrode: a step reused from one of
-  // those is not the object's entry.
-  std::vector<char> overridden(n, 0);
-  for (size_t i = 0, k = 0; i < n && k < last.overrides.size(); ++i) {
-    if (last.overrides[k].offset == (*spans)[i].first) overridden[i] = 1, ++k;
-  }
-  const std::string* recorded = rep.recorded.get();
   const size_t most = std::min(kMaxOverrideBytes, object.size() / 2);
   Spliced sp;
   sp.at.reserve(n);
@@ -687,12 +676,10 @@ std::optional<Session::State::Spliced> Session::State::splice_on_object(
     std::string_view report_entry, rerun_entry;
     bool report_same = false, rerun_same = false;
     if (!r.recorded.empty()) {
-      // Reused: the same text in the report and for a rerun. The last record's entry
-      // i, not overridden, is the object's without a comparison.
+      // Reused: the same text in the report and for a rerun. An entry that is the
+      // object's own bytes (recorded_entries()) is the object's without a comparison.
       report_entry = rerun_entry = r.recorded;
-      const SettledStep& e = last.entries[i];
-      report_same = !overridden[i] && recorded != nullptr &&
-                    r.recorded.data() == recorded->data() + e.offset && r.recorded.size() == e.length;
+      report_same = r.recorded.data() == theirs.data() && r.recorded.size() == theirs.size();
       if (!report_same) report_same = r.recorded == theirs;
       rerun_same = report_same;
     } else {
@@ -913,9 +900,10 @@ Result<RunOutcome> Session::run(int cancel_fd) {
     if (s.same && !s.check->difference) {
       if (auto answered = s.run_settled()) return std::move(*answered);
     }
-    auto steps = s.recorded_steps();
-    if (steps && !decode_settled_entries(s.record_bytes, s.entries_at, *s.settled).ok()) {
-      steps.reset();
+    // The record's entries, then their text (which needs where they lie).
+    std::shared_ptr<const RecordedEntries> steps;
+    if (decode_settled_entries(s.record_bytes, s.entries_at, *s.settled).ok()) {
+      steps = s.recorded_steps();
     }
     if (steps) {
       reuse.emplace();
@@ -960,12 +948,17 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   std::string report_path = s.report_path;
   ro.load_previous = [report_path] { return previous_bases(report_path); };
   auto previous_text = std::make_shared<std::optional<std::string>>();
-  // A step the record holds finds its previous basis in the recorded steps, already
+  // A step the record holds finds its previous basis in its recorded entry, already
   // read, rather than in the report beside the pipeline, megabytes read again.
-  std::shared_ptr<const std::string> recorded = reuse ? reuse->steps : nullptr;
-  ro.find_previous = [report_path, previous_text, recorded](const std::string& step) {
-    if (recorded) {
-      if (auto basis = find_step_basis(*recorded, step)) return basis;
+  std::shared_ptr<const RecordedEntries> recorded = reuse ? reuse->steps : nullptr;
+  const Settled* record = reuse ? reuse->record : nullptr;
+  ro.find_previous = [report_path, previous_text, recorded, record](const std::string& step) {
+    if (recorded && record) {
+      for (size_t k = 0; k < record->entries.size() && k < recorded->text.size(); ++k) {
+        if (record->entries[k].name != step) continue;
+        if (auto basis = find_step_basis(recorded->text[k], step)) return basis;
+        break;
+      }
     }
     if (!*previous_text) {
       auto t = files::read_file(report_path);

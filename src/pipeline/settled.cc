@@ -871,6 +871,27 @@ std::optional<EntrySpans> settled_object_spans(const Settled& s) {
   return out;
 }
 
+std::shared_ptr<const RecordedEntries> recorded_entries(const Settled& s,
+                                                        std::shared_ptr<const std::string> object) {
+  if (!object || object->size() != s.object_bytes) return nullptr;
+  auto spans = settled_object_spans(s);
+  if (!spans) return nullptr;
+  auto r = std::make_shared<RecordedEntries>();
+  r->overridden.reserve(s.overrides.size());
+  for (const auto& v : s.overrides) r->overridden.push_back(v.entry);
+  r->text.reserve(spans->size());
+  size_t k = 0;  // the next override
+  for (const auto& [offset, length] : *spans) {
+    if (k < s.overrides.size() && s.overrides[k].offset == offset) {
+      r->text.emplace_back(r->overridden[k++]);
+    } else {
+      r->text.emplace_back(object->data() + offset, length);
+    }
+  }
+  r->object = std::move(object);
+  return r;
+}
+
 std::optional<std::vector<SettledOverride>> settled_overrides(std::string_view object,
                                                               const EntrySpans& object_spans,
                                                               std::string_view steps,
