@@ -198,9 +198,7 @@ std::string RunOutcome::ordinary_report_json() const {
   std::string spliced;
   if (report_object) {
     // Overrides publish() made against the object: they lie in it, in order.
-    size_t bytes = report_object->size();
-    for (const auto& v : report_overrides) bytes = bytes - v.length + v.entry.size();
-    if (auto made = splice_overrides(*report_object, report_overrides, bytes); made.ok()) {
+    if (auto made = splice_overrides(*report_object, report_overrides); made.ok()) {
       spliced = std::move(*made);
     }
   }
@@ -318,7 +316,6 @@ struct Session::State {
     std::vector<SettledOverride> rerun;   // those of the steps a rerun reports
     EntrySpans at;                        // each entry in the steps a rerun reports
     size_t rerun_bytes = 0;               // how long those steps are
-    size_t report_bytes = 0;              // how long the report's steps are
   };
   // nullopt when `rep` is not the last record's steps in its order, when the steps a
   // rerun reports would differ from its object by more than kMaxOverrideBytes (or half
@@ -700,9 +697,6 @@ std::optional<Session::State::Spliced> Session::State::splice_on_object(
     pos += rerun_entry.size() + 1;
   }
   sp.rerun_bytes = pos;
-  // The report's length: the object's, with each override's entry for what it replaces.
-  sp.report_bytes = object.size();
-  for (const auto& v : sp.report) sp.report_bytes = sp.report_bytes - v.length + v.entry.size();
   return sp;
 }
 
@@ -745,12 +739,10 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
         bool fits = bytes <= kMaxStepsChangedBytes;
         if (!fits) changed.clear();
         std::string whole;  // the report's steps, made only if they are stored whole
-        size_t report_bytes = sp->report_bytes;
         auto stored = store_report(
             rep, fits ? settled->steps_object : "",
             [&]() -> Result<std::string_view> {
-              BERTH_TRY(whole, splice_overrides(*previous_object, out.report_overrides,
-                                                report_bytes));
+              BERTH_TRY(whole, splice_overrides(*previous_object, out.report_overrides));
               return std::string_view(whole);
             },
             std::nullopt, *shared, std::move(changed));

@@ -826,18 +826,23 @@ Result<std::string> settled_steps_text(const Settled& s, std::string_view object
                 fmt::format("settled record: the steps object is {} bytes, the record says {}",
                             object.size(), s.object_bytes));
   }
-  return splice_overrides(object, s.overrides, s.steps_bytes);
+  return splice_overrides(object, s.overrides);
 }
 
 Result<std::string> splice_overrides(std::string_view object,
-                                     const std::vector<SettledOverride>& overrides, size_t bytes) {
-  std::string out;
-  memory::reserve_populated(out, bytes);
-  size_t pos = 0;
+                                     const std::vector<SettledOverride>& overrides) {
+  size_t bytes = object.size(), pos = 0;
   for (const auto& v : overrides) {
     if (v.offset < pos || v.offset > object.size() || v.length > object.size() - v.offset) {
       return fail(Errc::kInvalidInput, "settled record: an override lies outside its object");
     }
+    bytes = bytes - v.length + v.entry.size();
+    pos = v.offset + v.length;
+  }
+  std::string out;
+  memory::reserve_populated(out, bytes);
+  pos = 0;
+  for (const auto& v : overrides) {
     out.append(object.substr(pos, v.offset - pos)).append(v.entry);
     pos = v.offset + v.length;
   }

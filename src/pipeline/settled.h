@@ -120,11 +120,10 @@ struct Settled {
 // The steps a rerun of `s` reports: `object` (the steps object's bytes) with each
 // override in place. Fails when `object` is not the length the record says.
 Result<std::string> settled_steps_text(const Settled& s, std::string_view object);
-// `object` with each of `overrides` (in its order, none overlapping) in place, `bytes`
-// long once made. Fails for an override that lies outside the object or before the
-// one it follows.
+// `object` with each of `overrides` (in its order, none overlapping) in place. Fails for
+// an override that lies outside the object or before the one it follows.
 Result<std::string> splice_overrides(std::string_view object,
-                                     const std::vector<SettledOverride>& overrides, size_t bytes);
+                                     const std::vector<SettledOverride>& overrides);
 
 // Where each of the record's entries lies in its steps object rather than in the steps
 // a rerun reports: an overridden entry, the bytes its override replaces. nullopt when the
