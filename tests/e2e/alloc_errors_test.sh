@@ -39,6 +39,10 @@ expect_bad_input "--host: bad slots" "--host" alloc --host a:x --env-file /dev/n
 expect_bad_input "--host: empty token" "--host" alloc --host a,,b --env-file /dev/null
 expect_bad_input "--simulate: malformed" "--simulate" alloc --simulate 3x --env-file /dev/null
 expect_bad_input "--multiplier: zero" "--multiplier" alloc --simulate 1x1 --multiplier 0 --env-file /dev/null
+# Past 10^7 nodes in all: refused before any node is made (it used to abort the process).
+expect_bad_input "--multiplier: past ten million nodes" \
+  "--multiplier: 100000000000000 copies of the simulator allocation's 2 node(s) are more than 10000000 nodes" \
+  alloc --simulate 2x1 --multiplier 100000000000000 --env-file /dev/null
 
 # The env file itself.
 printf 'A=1\nnot a line\n' >"$T/broken.env"
