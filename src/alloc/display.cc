@@ -27,7 +27,10 @@ char* put(char* out, std::string_view text) {
   return out + text.size();
 }
 char* put(char* out, bool b) { return b ? put(out, "true") : put(out, "false"); }
-char* put_number(char* out, int64_t v) { return fmt::format_to(out, FMT_COMPILE("{}"), v); }
+template <class Integer>
+char* put_number(char* out, Integer v) {
+  return fmt::format_to(out, FMT_COMPILE("{}"), v);
+}
 
 // Appends node `n` of write_json() when it is the common kind — no aliases, no user,
 // names that are JSON strings as they are — in one piece: the buffer grows once, by
@@ -38,13 +41,15 @@ bool append_plain_node(std::string& buf, const Node& n, bool first) {
       (n.rawname != n.name && !str::is_plain_json(n.rawname))) {
     return false;
   }
-  // Literals, three numbers of at most 20 characters and two booleans of at most 5.
-  constexpr size_t kFixed = 256;
+  // Room for all but the names: the literals (186 bytes), three numbers of at most 20
+  // characters, two booleans of at most 5 and a state name (268 at most), with a margin:
+  // writing past it corrupts the output (Display.JsonIsWhatNlohmannWrites' widest node).
+  constexpr size_t kFixed = 384;
   size_t at = buf.size();
   buf.resize(at + kFixed + n.name.size() + n.rawname.size());
   char* out = buf.data() + at;
   out = first ? put(out, "[\n    {\n      \"index\": ") : put(out, ",\n    {\n      \"index\": ");
-  out = put_number(out, static_cast<int64_t>(n.index));
+  out = put_number(out, n.index);
   out = put(out, ",\n      \"name\": \"");
   out = put(out, n.name);
   out = put(out, "\",\n      \"rawname\": \"");

@@ -68,6 +68,13 @@ TEST(Display, JsonIsWhatNlohmannWrites) {
   odd.user = "\xc3";
   odd.slots = INT64_MAX;
   a.nodes.push_back(odd);
+  // A plain node at its longest: every number of twenty characters, the longest state
+  // and both booleans false.
+  Node widest = node(SIZE_MAX, "w");
+  widest.slots = INT64_MIN;
+  widest.slots_max = INT64_MIN;
+  widest.state = NodeState::kNotIncluded;
+  a.nodes.push_back(widest);
   // A plain name beside a raw name of its length that is not: each is looked at.
   Node same_size = node(4, "ab");
   same_size.rawname = "a\"";
