@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The command line: --help, --version with the commit, a subcommand's --help, and a
-# malformed command line exiting 2.
+# malformed command line exiting 2; no library loaded from the working directory.
 . "$(dirname "$0")/common.sh"
 
 run --version
@@ -23,4 +23,15 @@ expect_eq "unknown --format exits 2" "$RC" 2
 
 run frobnicate
 expect_eq "unknown subcommand exits 2" "$RC" 2
+
+# The libraries berth loads are never looked for in the working directory: run from
+# a directory holding a file named after each one (none of them a library), it starts
+# as anywhere else. A build-tree rpath with an empty entry made it load them from here.
+mkdir "$T/libs"
+needed=$(readelf -d "$BERTH" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')
+[[ -n $needed ]] || fail "readelf found no library berth needs"
+for lib in $needed; do echo "not a library" >"$T/libs/$lib"; done
+got=$(cd "$T/libs" && "$BERTH" --version 2>&1) && rc=0 || rc=$?
+expect_eq "berth --version from a directory of files named like its libraries exits 0" "$rc" 0
+expect_contains "... and prints its version" "$got" "berth 0."
 finish
