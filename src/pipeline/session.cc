@@ -720,15 +720,17 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
       out.report_object = previous_object;
       out.report_overrides = std::move(sp->report);
       // The report: the object's file sent by the kernel around the entries that
-      // differ, on a thread of its own while the run's row is stored.
+      // differ, on a thread of its own while the run's row is stored and the record
+      // kept. The file is opened here: keep_record() removes it when no record is kept.
       Result<void> report_written = Ok{};
       {
+        files::Fd steps_fd(::open(previous_steps.c_str(), O_RDONLY | O_CLOEXEC));
+        int open_errno = errno;
         std::jthread report_writer([&] {
-          files::Fd fd(::open(previous_steps.c_str(), O_RDONLY | O_CLOEXEC));
-          report_written = fd.valid() ? write_report_file(report_path, out.report_head, fd.get(),
-                                                          previous_object->size(),
-                                                          out.report_overrides)
-                                      : files::os_error(previous_steps, "open", errno);
+          report_written = steps_fd.valid()
+                               ? write_report_file(report_path, out.report_head, steps_fd.get(),
+                                                   previous_object->size(), out.report_overrides)
+                               : files::os_error(previous_steps, "open", open_errno);
         });
         std::vector<std::string_view> changed;
         size_t bytes = 0;
@@ -747,12 +749,12 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
             },
             std::nullopt, *shared, std::move(changed));
         if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
-        report_writer.join();
-        if (!report_written.ok()) say(report_written.error().message());
         keep_record(rep, stored.ok() ? std::make_optional(std::make_pair(settled->steps_object,
                                                                          previous_steps))
                                      : std::nullopt,
                     sp->at, sp->rerun_bytes, previous_object->size(), std::move(sp->rerun));
+        report_writer.join();
+        if (!report_written.ok()) say(report_written.error().message());
       }
       return;
     }
