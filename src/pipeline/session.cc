@@ -350,21 +350,39 @@ Session::~Session() {
       LeftAtExit{std::move(s_->graph), std::move(s_->settled), std::move(s_->check)}));
 }
 
+// How far ahead of the last path found load_graph() looks among the record's files (a
+// step's inputs lie among its results), and how many paths it may fail to find there
+// before it makes a table of them all.
+constexpr size_t kNearby = 4;
+constexpr size_t kAstrayBeforeTable = 64;
+
 Result<void> Session::State::load_graph() {
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
   BERTH_TRY(discovered, discover_foreach(file, DiscoveryFs::real()));
   // A file the settled record's check just found with its stamp exists: not stat'ed
-  // again (a 10,000-step pipeline names 10,000 inputs).
+  // again (a 10,000-step pipeline names 10,000 inputs). Expansion asks in the steps'
+  // order, which is mostly the record's: each path is looked for among the record's
+  // next few files first, and a table of them all is made only once that keeps failing
+  // (10,000 lookups in a table of 20,000 paths cost 3 ms, a cache miss or more each).
+  size_t known = settled && check ? std::min(settled->files.size(), check->file_ok.size()) : 0;
+  size_t next = 0, astray = 0;
   std::unordered_set<std::string_view> present;
-  if (settled && check) {
-    present.reserve(settled->files.size());
-    for (size_t i = 0; i < settled->files.size() && i < check->file_ok.size(); ++i) {
-      if (check->file_ok[i]) present.insert(settled->files[i].path);
+  auto exists = [&](const std::string& p) {
+    for (size_t i = next; i < known && i < next + kNearby; ++i) {
+      if (settled->files[i].path != p) continue;
+      if (!check->file_ok[i]) break;
+      next = i + 1;
+      return true;
     }
-  }
-  BERTH_TRY(Graph g, expand(std::move(file), [&present](const std::string& p) {
-              return present.count(p) > 0 || files::exists(p);
-            }));
+    if (++astray == kAstrayBeforeTable) {
+      present.reserve(known);
+      for (size_t i = 0; i < known; ++i) {
+        if (check->file_ok[i]) present.insert(settled->files[i].path);
+      }
+    }
+    return present.count(p) > 0 || files::exists(p);
+  };
+  BERTH_TRY(Graph g, expand(std::move(file), exists));
   BERTH_TRY(graph, select_targets(std::move(g), o.targets));
   return Ok{};
 }

@@ -174,6 +174,16 @@ expect_eq "after a mixed run: the ordinary path reports the same steps" \
   "$(json "json.dumps(j['steps'], sort_keys=True)")" "$mixed"
 settle
 
+# An input removed: the run fails before any step starts, naming it, as an ordinary
+# run would; put back, the run settles again. (The record's check knows the other
+# inputs exist; this one it must not vouch for.)
+mv data/3.txt "$T/3.keep"
+run run pipeline.toml --format json
+expect_eq "input removed: exit 2, nothing ran" "$RC:$(cat results/w-3/o)" "2:v3"
+expect_contains "input removed: named" "$ERR" "input file data/3.txt does not exist"
+mv "$T/3.keep" data/3.txt
+settle
+
 # The same size, the mtime put back: only the ctime tells.
 cp -p data/1.txt ref
 printf 'V1\n' >data/1.txt
