@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,29 @@ Result<void> write_file_atomic(const std::string& path, std::string_view data, b
   if (::rename(tmp.c_str(), path.c_str()) != 0) return os_error(path, "rename onto", errno);
   guard.disarm();
   return Ok{};
+}
+
+SharedBytes share_string(std::string bytes) {
+  auto held = std::make_shared<const std::string>(std::move(bytes));
+  return SharedBytes(new std::string_view(*held), [held](const std::string_view* v) { delete v; });
+}
+
+Result<SharedBytes> map_file(const std::string& path, size_t size) {
+  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f.valid()) return os_error(path, "open", errno);
+  struct stat st {};
+  if (::fstat(f.get(), &st) != 0) return os_error(path, "stat", errno);
+  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != size) {
+    return fail(Errc::kInvalidInput, fmt::format("{}: is not a file of {} bytes", path, size));
+  }
+  if (size == 0) return share_string("");
+  void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, f.get(), 0);
+  if (at == MAP_FAILED) return os_error(path, "map", errno);
+  return SharedBytes(new std::string_view(static_cast<const char*>(at), size),
+                     [at, size](const std::string_view* v) {
+                       ::munmap(at, size);
+                       delete v;
+                     });
 }
 
 bool exists(const std::string& path) {

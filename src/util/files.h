@@ -6,6 +6,7 @@
 // Every failure names the path and says what the operating system said.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,20 @@ Result<std::string> write_temp(const std::string& dir, std::string_view data, un
                                bool sync);
 
 bool exists(const std::string& path);
+
+// Bytes that stay where they lie while anyone holds them: a string's, or a file's
+// mapped into memory (map_file()). Megabytes read once and looked at from several
+// places are shared this way rather than copied.
+using SharedBytes = std::shared_ptr<const std::string_view>;
+SharedBytes share_string(std::string bytes);
+
+// The file's bytes mapped read-only (MAP_PRIVATE), every page mapped at once: a file of
+// megabytes in the page cache is then looked at where it lies, neither copied nor given
+// pages of the process's own. Fails with kNotFound when it does not exist, kIo when it
+// cannot be mapped, kInvalidInput when it is not `size` bytes long. A mapped file must
+// not shrink while it is held (reading past its new end is SIGBUS): only for files that
+// are written once, whole, and replaced by rename(), never written in place.
+Result<SharedBytes> map_file(const std::string& path, size_t size);
 
 // ---- The pieces the writers above are made of, for callers that stream a file ----
 

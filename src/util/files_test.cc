@@ -136,6 +136,45 @@ TEST(Files, ReadOfDirectoryIsAnError) {
   EXPECT_NE(r.error().message().find("is a directory"), std::string::npos);
 }
 
+// A mapped file is its bytes, still there after the file is replaced and removed (a
+// rename leaves the mapped inode alone); a file of another length, a missing one and
+// a directory are refused, naming the path.
+TEST(Files, MappedFileIsItsBytesWhileHeld) {
+  std::string d = temp_dir();
+  std::string p = d + "/steps";
+  std::string bytes(3 * 4096 + 17, 'x');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>('a' + i % 26);
+  ASSERT_TRUE(write_file_atomic(p, bytes, false).ok());
+  auto m = map_file(p, bytes.size());
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  SharedBytes held = *m;
+  m = Result<SharedBytes>(fail(Errc::kInternal, "dropped"));
+  ASSERT_TRUE(write_file_atomic(p, std::string(bytes.size(), 'z'), false).ok());
+  ::unlink(p.c_str());
+  EXPECT_EQ(*held, bytes);
+
+  ASSERT_TRUE(write_file_atomic(p, bytes, false).ok());
+  auto shorter = map_file(p, bytes.size() + 1);
+  ASSERT_FALSE(shorter.ok());
+  EXPECT_EQ(shorter.error().code(), Errc::kInvalidInput);
+  EXPECT_NE(shorter.error().message().find(p), std::string::npos);
+  EXPECT_EQ(map_file(d + "/none", 1).error().code(), Errc::kNotFound);
+  EXPECT_FALSE(map_file(d, 4096).ok());
+  ASSERT_TRUE(write_file_atomic(p, "", false).ok());
+  auto empty = map_file(p, 0);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(**empty, "");
+  ::unlink(p.c_str());
+  ::rmdir(d.c_str());
+}
+
+TEST(Files, SharedStringIsItsBytes) {
+  SharedBytes b = share_string(std::string(100, 'q'));
+  SharedBytes c = b;
+  b.reset();
+  EXPECT_EQ(*c, std::string(100, 'q'));
+}
+
 TEST(Files, ReadOfMissingFileIsNotFoundAndNamesPath) {
   auto r = read_file("/nonexistent/x");
   ASSERT_FALSE(r.ok());
