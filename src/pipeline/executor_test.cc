@@ -663,7 +663,11 @@ class ExecutorReuseTest : public ExecutorTest {
     rec_.steps = r.steps.size();
     rec_.steps_bytes = steps_->size();
     rec_.object_bytes = steps_->size();
-    entries_ = recorded_entries(rec_, steps_);
+    // Shared as the session shares a mapped file, but left writable here: a test may
+    // change an entry in place (the same length) after the entries were found.
+    entries_ = recorded_entries(
+        rec_, files::SharedBytes(new std::string_view(*steps_),
+                                 [keep = steps_](const std::string_view* v) { delete v; }));
     ASSERT_NE(entries_, nullptr);
     check_ = check_settled(rec_, {place::PoolNode{"n0", {0, 1}, {}, std::nullopt}}, store_, probe_);
     ASSERT_EQ(check_.difference, std::nullopt);

@@ -89,7 +89,7 @@ struct RunOutcome {
   // record's steps object) with report_overrides in place.
   std::string report_head;
   std::string report_steps;
-  std::shared_ptr<const std::string> report_object;
+  files::SharedBytes report_object;
   std::vector<SettledOverride> report_overrides;
   // A settled run: the report is settled_head, the steps file's bytes (steps_bytes of
   // them) with the record's overrides in place, kReportTail.

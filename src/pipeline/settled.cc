@@ -877,7 +877,7 @@ std::optional<EntrySpans> settled_object_spans(const Settled& s) {
 }
 
 std::shared_ptr<const RecordedEntries> recorded_entries(const Settled& s,
-                                                        std::shared_ptr<const std::string> object) {
+                                                        files::SharedBytes object) {
   if (!object || object->size() != s.object_bytes) return nullptr;
   auto spans = settled_object_spans(s);
   if (!spans) return nullptr;

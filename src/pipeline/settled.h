@@ -34,6 +34,7 @@
 #include "place/launcher.h"
 #include "place/pool.h"
 #include "store/object_store.h"
+#include "util/files.h"
 #include "util/result.h"
 
 namespace berth::pipeline {
@@ -134,14 +135,14 @@ std::optional<EntrySpans> settled_object_spans(const Settled& s);
 // text is in the steps object or is an override's entry (a 7 MB copy for 10^4 steps
 // saved on every rerun that reuses them).
 struct RecordedEntries {
-  std::shared_ptr<const std::string> object;  // the steps object's bytes
+  files::SharedBytes object;                  // the steps object's bytes
   std::vector<std::string> overridden;        // the overrides' entries
   std::vector<std::string_view> text;         // entry k's, in `object` or `overridden`
 };
 // `s`'s entries, `object` its steps object's bytes; null when the object is not the
 // record's length or the entries and overrides do not line up.
 std::shared_ptr<const RecordedEntries> recorded_entries(const Settled& s,
-                                                        std::shared_ptr<const std::string> object);
+                                                        files::SharedBytes object);
 
 // The overrides that make `object`, whose entries lie at `object_spans`, into `steps`,
 // whose entries lie at `spans`: one per entry whose bytes differ. nullopt when they

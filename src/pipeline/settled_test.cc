@@ -131,7 +131,7 @@ TEST(Settled, OverridesMakeTheStepsFromTheObjectAndBack) {
   EXPECT_FALSE(settled_steps_text(s, object + " ").ok());  // not the object's length
   // Entry by entry, never made whole: each entry's text, the object's own bytes where
   // no override replaces it.
-  auto shared = std::make_shared<const std::string>(object);
+  auto shared = files::share_string(object);
   auto recorded = recorded_entries(s, shared);
   ASSERT_NE(recorded, nullptr);
   ASSERT_EQ(recorded->text.size(), 3u);
@@ -141,7 +141,7 @@ TEST(Settled, OverridesMakeTheStepsFromTheObjectAndBack) {
   EXPECT_EQ(recorded->text[0].data(), shared->data() + object_spans[0].first);
   EXPECT_EQ(recorded->text[2].data(), shared->data() + object_spans[2].first);
   EXPECT_NE(recorded->text[1].data(), shared->data() + object_spans[1].first);
-  EXPECT_EQ(recorded_entries(s, std::make_shared<const std::string>(object + " ")), nullptr);
+  EXPECT_EQ(recorded_entries(s, files::share_string(object + " ")), nullptr);
   EXPECT_EQ(recorded_entries(s, nullptr), nullptr);
 
   // Not the same array but for some entries: none.
