@@ -20,7 +20,6 @@
 #include "cli/last_run.h"
 #include "cli/version.h"
 #include "pipeline/session.h"
-#include "util/memory.h"
 #include "util/strings.h"
 
 namespace berth::cli {
@@ -184,11 +183,6 @@ int run_pipeline(const RunFlags& f) {
     return report(Error(Errc::kInvalidInput,
                         "--fail-fast and --keep-going ask for opposite things; give one"));
   }
-  // A large pipeline's run builds tens of megabytes of small objects (its graph, its
-  // record, its report): room for them in huge pages, before any is made. Untouched
-  // room costs nothing; a small pipeline touches what it did before.
-  (void)memory::reserve_heap(size_t{128} << 20);
-
   // 1. What berth was given, and where: the allocation, this node, its launcher.
   auto ctx = build_context(f.alloc, f.machine);
   if (!ctx.ok()) return report(ctx.error());
