@@ -739,19 +739,10 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
     if (auto sp = splice_on_object(rep)) {
       out.report_object = previous_object;
       out.report_overrides = std::move(sp->report);
-      // The report: the object's file sent by the kernel around the entries that
-      // differ, on a thread of its own while the run's row is stored and the record
-      // kept. The file is opened here: keep_record() removes it when no record is kept.
+      // The run's row first: its barrier (a syncfs, in a file:// store) then has only
+      // what came before to flush, not the megabytes of the report being written.
       Result<void> report_written = Ok{};
       {
-        files::Fd steps_fd(::open(previous_steps.c_str(), O_RDONLY | O_CLOEXEC));
-        int open_errno = errno;
-        std::jthread report_writer([&] {
-          report_written = steps_fd.valid()
-                               ? write_report_file(report_path, out.report_head, steps_fd.get(),
-                                                   previous_object->size(), out.report_overrides)
-                               : files::os_error(previous_steps, "open", open_errno);
-        });
         std::vector<std::string_view> changed;
         size_t bytes = 0;
         for (const auto& v : out.report_overrides) {
@@ -769,6 +760,18 @@ void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& o
             },
             std::nullopt, *shared, std::move(changed));
         if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
+        // The report: the object's file sent by the kernel around the entries that
+        // differ (replaced atomically, not fsynced), on a thread of its own while the
+        // record is kept. The file is opened here: keep_record() removes it when no
+        // record is kept.
+        files::Fd steps_fd(::open(previous_steps.c_str(), O_RDONLY | O_CLOEXEC));
+        int open_errno = errno;
+        std::jthread report_writer([&] {
+          report_written = steps_fd.valid()
+                               ? write_report_file(report_path, out.report_head, steps_fd.get(),
+                                                   previous_object->size(), out.report_overrides)
+                               : files::os_error(previous_steps, "open", open_errno);
+        });
         keep_record(rep, stored.ok() ? std::make_optional(std::make_pair(settled->steps_object,
                                                                          previous_steps))
                                      : std::nullopt,
