@@ -341,13 +341,21 @@ std::optional<std::string> foreach_key_problem(std::string_view name) {
   return std::nullopt;
 }
 
-Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path) {
+Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
+                                    std::shared_ptr<const void>& document) {
   if (text.size() > kMaxPipelineFileBytes) {
     return fail(Errc::kInvalidInput,
                 fmt::format("{}: larger than {} bytes", path, kMaxPipelineFileBytes));
   }
   BERTH_TRY(toml::table root, parse_toml(text, path));
-  return read_root(root, path);
+  auto kept = std::make_shared<const toml::table>(std::move(root));
+  document = kept;
+  return read_root(*kept, path);
+}
+
+Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path) {
+  std::shared_ptr<const void> document;
+  return parse_pipeline(text, path, document);
 }
 
 Result<PipelineFile> read_pipeline(const std::string& path) {

@@ -36,6 +36,27 @@ TEST(PipelineFile, ParsesTheSpecExample) {
   EXPECT_EQ(t.inputs.at("parts").values.size(), 3u);
 }
 
+// Keeping the parsed document (for a process to leave to the OS) reads the same file,
+// and hands over the document; a file that does not parse hands over none.
+TEST(PipelineFile, KeepingTheDocumentReadsTheSameFile) {
+  std::shared_ptr<const void> document;
+  auto kept = parse_pipeline(testdata::kSpecExample, "work/example.toml", document);
+  ASSERT_TRUE(kept.ok()) << kept.error().message();
+  EXPECT_NE(document, nullptr);
+  auto plain = parse_pipeline(testdata::kSpecExample, "work/example.toml");
+  ASSERT_TRUE(plain.ok());
+  ASSERT_EQ(kept->steps.size(), plain->steps.size());
+  for (size_t i = 0; i < kept->steps.size(); ++i) {
+    EXPECT_EQ(kept->steps[i].name, plain->steps[i].name);
+    EXPECT_EQ(kept->steps[i].run, plain->steps[i].run);
+    EXPECT_EQ(kept->steps[i].pos.line, plain->steps[i].pos.line);
+  }
+  document.reset();
+  std::shared_ptr<const void> none;
+  EXPECT_FALSE(parse_pipeline("[[step]\n", "bad.toml", none).ok());
+  EXPECT_EQ(none, nullptr);
+}
+
 TEST(PipelineFile, ParsesEveryOptionalKey) {
   auto r = parse_pipeline(R"(
 [[step]]

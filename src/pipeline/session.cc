@@ -259,6 +259,9 @@ struct Session::State {
   std::optional<SettledCheck> check;
   int64_t check_ns = 0;
   bool may_settle = false;
+  // The pipeline file's parsed TOML, when the process exits after the session: left to
+  // the operating system with the graph rather than freed (load_graph()).
+  std::shared_ptr<const void> document;
   std::optional<Graph> graph;
   Discovered discovered;  // the directories foreach globs read (discover.h)
   std::string worker;
@@ -336,6 +339,7 @@ namespace {
 // What a session of a process about to end leaves to the operating system: reachable
 // from here, so that leak checkers do not count it.
 struct LeftAtExit {
+  std::shared_ptr<const void> document;  // the pipeline file's parsed TOML
   std::optional<Graph> graph;
   std::optional<Settled> settled;
   std::optional<SettledCheck> check;
@@ -347,7 +351,8 @@ Session::~Session() {
   if (!s_ || !s_->o.process_exits) return;
   if (left_at_exit == nullptr) left_at_exit = new std::vector<std::unique_ptr<LeftAtExit>>;
   left_at_exit->push_back(std::make_unique<LeftAtExit>(
-      LeftAtExit{std::move(s_->graph), std::move(s_->settled), std::move(s_->check)}));
+      LeftAtExit{std::move(s_->document), std::move(s_->graph), std::move(s_->settled),
+                 std::move(s_->check)}));
 }
 
 // How far ahead of the last path found load_graph() looks among the record's files (a
@@ -357,7 +362,10 @@ constexpr size_t kNearby = 4;
 constexpr size_t kAstrayBeforeTable = 64;
 
 Result<void> Session::State::load_graph() {
-  BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline));
+  // Kept only to be left to the operating system with the rest (process_exits).
+  std::shared_ptr<const void> kept;
+  BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline, kept));
+  if (o.process_exits) document = std::move(kept);
   BERTH_TRY(discovered, discover_foreach(file, DiscoveryFs::real()));
   // A file the settled record's check just found with its stamp exists: not stat'ed
   // again (a 10,000-step pipeline names 10,000 inputs). Expansion asks in the steps'

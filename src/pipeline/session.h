@@ -54,9 +54,9 @@ struct SessionOptions {
   std::string lease = "10m";          // how long a worker's claim holds (spec 06)
   std::string store_patience = "3m";  // how long an outage of the store is waited out (spec 05 §9)
   std::string engine_version;         // "berth 0.1.0 (commit …)": provenance, settled context
-  // The process ends right after this session (berth run): its graph, settled record
-  // and check are left to the operating system when it is destroyed, not freed one
-  // allocation at a time (milliseconds for 10,000 steps). Everything else — the index,
+  // The process ends right after this session (berth run): its parsed pipeline file,
+  // graph, settled record and check are left to the operating system when it is
+  // destroyed, not freed one allocation at a time (milliseconds for 10,000 steps). Everything else — the index,
   // the store, a cache lock — is closed as always.
   bool process_exits = false;
 };
