@@ -47,6 +47,11 @@ if ! timeout 180 salloc -N2 -n4 bash -c 'cd "$T" && "$BERTH" run p.toml --format
 fi
 OUT=$(cat "$T/report.json")
 expect_eq "three executed" "$(json "j['executed']")" 3
+# A step that did not run says why, so that a failure here in CI can be read from its log.
+if [[ $(json "j['executed']") != 3 ]]; then
+  json "'\n'.join('%s: %s: %s\n%s' % (s['name'], s['state'], s.get('reason', ''), s.get('log_tail', '')) for s in j['steps'] if s['state'] != 'executed')" >&2 || true
+  sed 's/^/  berth stderr: /' "$T/err" >&2 || true
+fi
 for impl in ompi mpich; do
   expect_eq "$impl: a two-node step of 4 tasks is one 4-rank job" \
     "$(awk '{print $3, $4, $7, $8}' "$T/results/$impl/o" | sort | uniq -c | awk '{$1=$1; print}')" \
