@@ -56,8 +56,8 @@ struct SessionOptions {
   std::string engine_version;         // "berth 0.1.0 (commit …)": provenance, settled context
   // The process ends right after this session (berth run): its parsed pipeline file,
   // graph, settled record and check are left to the operating system when it is
-  // destroyed, not freed one allocation at a time (milliseconds for 10,000 steps). Everything else — the index,
-  // the store, a cache lock — is closed as always.
+  // destroyed, not freed one allocation at a time (milliseconds for 10,000 steps).
+  // Everything else — the index, the store, a cache lock — is closed as always.
   bool process_exits = false;
 };
 

@@ -45,10 +45,11 @@ SharedBytes share_string(std::string bytes);
 
 // The file's bytes mapped read-only (MAP_PRIVATE), every page mapped at once: a file of
 // megabytes in the page cache is then looked at where it lies, neither copied nor given
-// pages of the process's own. Fails with kNotFound when it does not exist, kIo when it
-// cannot be mapped, kInvalidInput when it is not `size` bytes long. A mapped file must
-// not shrink while it is held (reading past its new end is SIGBUS): only for files that
-// are written once, whole, and replaced by rename(), never written in place.
+// pages of the process's own. Fails as os_error() says when it cannot be opened or
+// mapped (kNotFound: it does not exist), kInvalidInput when it is not a file of `size`
+// bytes. A mapped file must not shrink while it is held (reading past its new end is
+// SIGBUS): only for files that are written once, whole, and replaced by rename(), never
+// written in place.
 Result<SharedBytes> map_file(const std::string& path, size_t size);
 
 // ---- The pieces the writers above are made of, for callers that stream a file ----
