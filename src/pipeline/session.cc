@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <nlohmann/json.hpp>
 
@@ -977,12 +978,19 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   // read, rather than in the report beside the pipeline, megabytes read again.
   std::shared_ptr<const RecordedEntries> recorded = reuse ? reuse->steps : nullptr;
   const Settled* record = reuse ? reuse->record : nullptr;
-  ro.find_previous = [report_path, previous_text, recorded, record](const std::string& step) {
+  // The record's entries by step name, made at the first question: a run that keys
+  // every step again (a tool's version changed) asks once per step.
+  auto by_name = std::make_shared<std::unordered_map<std::string_view, size_t>>();
+  ro.find_previous = [report_path, previous_text, recorded, record,
+                      by_name](const std::string& step) {
     if (recorded && record) {
-      for (size_t k = 0; k < record->entries.size() && k < recorded->text.size(); ++k) {
-        if (record->entries[k].name != step) continue;
-        if (auto basis = find_step_basis(recorded->text[k], step)) return basis;
-        break;
+      size_t n = std::min(record->entries.size(), recorded->text.size());
+      if (by_name->empty() && n > 0) {
+        by_name->reserve(n);
+        for (size_t k = 0; k < n; ++k) by_name->emplace(record->entries[k].name, k);
+      }
+      if (auto k = by_name->find(step); k != by_name->end()) {
+        if (auto basis = find_step_basis(recorded->text[k->second], step)) return basis;
       }
     }
     if (!*previous_text) {
