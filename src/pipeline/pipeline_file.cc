@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include "pipeline/canonical.h"
 #include "pipeline/worker.h"
@@ -310,6 +311,7 @@ Result<PipelineFile> read_root(const toml::table& root, const std::string& path)
     const auto* a = n->as_array();
     // [[step]] makes an array of tables; `step = ...` written any other way is wrong.
     if (!a) return f.wrong_type("step", "an array of tables ([[step]])", *n);
+    pf.steps.reserve(a->size());
     for (size_t i = 0; i < a->size(); ++i) {
       const auto* t = (*a)[i].as_table();
       if (!t) return f.error(&(*a)[i], "step", "each step must be a table ([[step]])");
@@ -321,7 +323,114 @@ Result<PipelineFile> read_root(const toml::table& root, const std::string& path)
   return pf;
 }
 
+// Every position in `s` moved down by `lines` (s was read from a piece of the file that
+// begins on line lines + 1).
+void shift_lines(StepSpec& s, uint32_t lines) {
+  auto shift = [lines](SourcePos& p) {
+    if (p.line != 0) p.line += lines;
+  };
+  shift(s.pos);
+  for (auto& [name, in] : s.inputs) shift(in.pos);
+  for (auto& [key, glob] : s.foreach_globs) shift(glob.pos);
+}
+
+// The documents of a file parsed table by table, kept together (parse_pipeline()'s
+// `document`).
+struct TableDocuments {
+  toml::table head;
+  std::vector<toml::table> tables;
+};
+
+// Below this many [[step]] tables, one thread parses them all.
+constexpr size_t kTablesPerThread = 512;
+
+// Reads `text` table by table (split_step_tables()): its head alone, then each
+// [[step]] table alone, on two threads when there are many. nullopt when any piece
+// does not parse or read on its own as the whole file would (a piece whose TOML is
+// not one [[step]] table, a head that says anything about `step`, a split inside a
+// multi-line string, any error at all): the caller then reads the file whole, which
+// gives the one answer and the message every error has always had.
+std::optional<PipelineFile> read_by_table(std::string_view text, const std::string& path,
+                                          const TableSpans& split,
+                                          std::shared_ptr<const void>& document) {
+  auto docs = std::make_shared<TableDocuments>();
+  {
+    auto head = parse_toml(text.substr(0, split.head), path);
+    if (!head.ok() || head->contains("step")) return std::nullopt;
+    docs->head = std::move(*head);
+  }
+  auto pf = read_root(docs->head, path);
+  if (!pf.ok()) return std::nullopt;
+  const size_t n = split.tables.size();
+  docs->tables.resize(n);
+  std::vector<std::optional<StepSpec>> specs(n);
+  // Reads tables [from, to): false at the first that does not stand alone.
+  auto read = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const TableSpan& at = split.tables[i];
+      auto doc = parse_toml(text.substr(at.offset, at.length), path);
+      if (!doc.ok() || doc->size() != 1) return false;
+      const auto* steps = doc->get_as<toml::array>("step");
+      if (steps == nullptr || steps->size() != 1 || !(*steps)[0].is_table()) return false;
+      auto s = read_step(*(*steps)[0].as_table(), i, *pf);
+      if (!s.ok()) return false;
+      shift_lines(*s, at.line - 1);
+      specs[i].emplace(std::move(*s));
+      docs->tables[i] = std::move(*doc);
+    }
+    return true;
+  };
+  bool ok = true;
+  if (n >= 2 * kTablesPerThread) {
+    bool other_ok = true;
+    std::thread other([&] { other_ok = read(n / 2, n); });
+    ok = read(0, n / 2);
+    other.join();
+    ok = ok && other_ok;
+  } else {
+    ok = read(0, n);
+  }
+  if (!ok) return std::nullopt;
+  pf->steps.reserve(n);
+  for (auto& s : specs) pf->steps.push_back(std::move(*s));
+  document = std::move(docs);
+  return std::move(*pf);
+}
+
 }  // namespace
+
+std::optional<TableSpans> split_step_tables(std::string_view text) {
+  TableSpans split;
+  constexpr std::string_view kHeader = "[[step]]";
+  uint32_t line = 1;
+  size_t counted = 0;  // newlines are counted in text[0, counted)
+  size_t at = text.starts_with(kHeader) ? 0 : text.find("\n[[step]]");
+  if (at != 0 && at != std::string_view::npos) ++at;
+  while (at != std::string_view::npos) {
+    // The header line: "[[step]]", then only blanks or a comment.
+    size_t end = text.find('\n', at);
+    std::string_view rest = text.substr(at + kHeader.size(),
+                                        (end == std::string_view::npos ? text.size() : end) -
+                                            at - kHeader.size());
+    size_t first = rest.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || rest[first] == '#') {
+      line += static_cast<uint32_t>(std::count(text.begin() + counted, text.begin() + at, '\n'));
+      counted = at;
+      if (split.tables.empty()) {
+        split.head = at;
+      } else {
+        split.tables.back().length = at - split.tables.back().offset;
+      }
+      split.tables.push_back(TableSpan{at, 0, line});
+    }
+    if (end == std::string_view::npos) break;
+    at = text.find("\n[[step]]", end);
+    if (at != std::string_view::npos) ++at;
+  }
+  if (split.tables.empty()) return std::nullopt;
+  split.tables.back().length = text.size() - split.tables.back().offset;
+  return split;
+}
 
 std::optional<std::string> step_name_problem(std::string_view name) {
   if (auto p = check_chars(name, ".+-", "[A-Za-z0-9_.+-]")) return p;
@@ -346,6 +455,9 @@ Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& pa
   if (text.size() > kMaxPipelineFileBytes) {
     return fail(Errc::kInvalidInput,
                 fmt::format("{}: larger than {} bytes", path, kMaxPipelineFileBytes));
+  }
+  if (auto split = split_step_tables(text)) {
+    if (auto pf = read_by_table(text, path, *split, document)) return std::move(*pf);
   }
   BERTH_TRY(toml::table root, parse_toml(text, path));
   auto kept = std::make_shared<const toml::table>(std::move(root));

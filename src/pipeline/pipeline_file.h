@@ -39,6 +39,7 @@ inline constexpr size_t kMaxExpandedSteps = 1'000'000;
 struct SourcePos {
   uint32_t line = 0;
   uint32_t column = 0;
+  bool operator==(const SourcePos&) const = default;
 };
 
 // [tools.X] (spec 04 §2.2): a program whose version text enters the key of every
@@ -47,6 +48,7 @@ struct ToolSpec {
   std::string name;
   std::vector<std::string> version;  // argv that prints the version; never empty
   SourcePos pos;
+  bool operator==(const ToolSpec&) const = default;
 };
 
 // One entry of a step's inputs table (spec 04 §2.3). Each value is a template for a
@@ -56,6 +58,7 @@ struct InputSpec {
   bool is_list = false;  // written as an array: {in.X} expands to every item
   std::vector<std::string> values;
   SourcePos pos;
+  bool operator==(const InputSpec&) const = default;
 };
 
 // A foreach key whose values are discovered from the files present (spec 04 §3.1):
@@ -63,6 +66,7 @@ struct InputSpec {
 struct ForeachGlob {
   std::string pattern;  // a path template holding {key}, relative to the file's dir
   SourcePos pos;
+  bool operator==(const ForeachGlob&) const = default;
 };
 
 // One [[step]] table, unexpanded (spec 04 §2.3).
@@ -94,6 +98,7 @@ struct StepSpec {
   // output -> form, as CanonicalForm::name() writes it (canonical.h); absent: "bytes"
   std::map<std::string, std::string> canonical;
   std::map<std::string, std::string> env;  // name -> value template
+  bool operator==(const StepSpec&) const = default;
 };
 
 struct PipelineFile {
@@ -115,6 +120,32 @@ Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& pa
 // ~10^5 allocations, 12 ms to free one at a time).
 Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
                                     std::shared_ptr<const void>& document);
+
+// Where a pipeline file's [[step]] tables lie. A file is read table by table when it
+// can be: its head (everything before the first [[step]] table) parsed alone, then each
+// table alone, on two threads when there are many; and an edit of one table is seen as
+// that table's bytes changing (settled.h). A piece begins at a line that is exactly
+// "[[step]]" (blanks and a comment may follow) and runs to the next such line.
+//
+// Reading by pieces gives what reading the file whole gives whenever every piece reads
+// on its own as the whole file would: the head says nothing about `step`, and each
+// piece parses to one [[step]] table and nothing else. A piece that parses alone ends
+// outside any string or array (else it would not parse), so the next piece begins
+// where the whole file's parser would be too, at a line start, outside everything; and
+// a piece whose only key is one [[step]] table defines only that table of the whole
+// file's array. Where any piece does not, the file is read whole.
+struct TableSpan {
+  size_t offset = 0;  // where its "[[step]]" line begins
+  size_t length = 0;  // up to the next table's, or the end of the file
+  uint32_t line = 0;  // the 1-based line it begins on
+  bool operator==(const TableSpan&) const = default;
+};
+struct TableSpans {
+  size_t head = 0;  // the head's length: the first table's offset
+  std::vector<TableSpan> tables;
+};
+// nullopt for a file with no "[[step]]" line.
+std::optional<TableSpans> split_step_tables(std::string_view text);
 
 // Reads and parses the file at `path` (kNotFound / kIo when it cannot be read).
 Result<PipelineFile> read_pipeline(const std::string& path);

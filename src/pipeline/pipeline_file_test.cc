@@ -1,5 +1,6 @@
 #include "pipeline/pipeline_file.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "pipeline/testdata.h"
@@ -55,6 +56,119 @@ TEST(PipelineFile, KeepingTheDocumentReadsTheSameFile) {
   std::shared_ptr<const void> none;
   EXPECT_FALSE(parse_pipeline("[[step]\n", "bad.toml", none).ok());
   EXPECT_EQ(none, nullptr);
+}
+
+// The same text with every "[[step]]" header written "[[ step ]]": the same TOML,
+// which split_step_tables() does not split, so it is read whole.
+std::string unsplittable(std::string text) {
+  for (size_t at = text.find("[[step]]"); at != std::string::npos;
+       at = text.find("[[step]]", at)) {
+    text.replace(at, 8, "[[ step ]]");
+  }
+  return text;
+}
+
+void expect_same_file(const std::string& text) {
+  auto by_table = parse_pipeline(text, "d/p.toml");
+  auto whole = parse_pipeline(unsplittable(text), "d/p.toml");
+  ASSERT_EQ(by_table.ok(), whole.ok()) << text;
+  if (!whole.ok()) {
+    EXPECT_EQ(by_table.error().message(), whole.error().message());
+    return;
+  }
+  EXPECT_EQ(by_table->name, whole->name);
+  EXPECT_EQ(by_table->tools, whole->tools);
+  ASSERT_EQ(by_table->steps.size(), whole->steps.size());
+  for (size_t i = 0; i < whole->steps.size(); ++i) {
+    EXPECT_EQ(by_table->steps[i], whole->steps[i]) << "step " << i << " of\n" << text;
+  }
+}
+
+TEST(PipelineFile, SplitsAtEachStepHeaderLine) {
+  std::string text =
+      "[pipeline]\nname = \"x\"\n\n"   // lines 1-3
+      "[[step]]\nname = \"a\"\n"       // 4-5
+      "[[step]] # the second\n"        // 6
+      "name = \"b\"\n"                 // 7
+      "[[step]]x = 1\n"                // 8: not a header line
+      "  [[step]]\n"                   // 9: not at the line's start
+      "[[step]]";                      // 10, no newline
+  auto split = split_step_tables(text);
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->head, text.find("[[step]]"));
+  ASSERT_EQ(split->tables.size(), 3u);
+  EXPECT_EQ(split->tables[0].line, 4u);
+  EXPECT_EQ(split->tables[1].line, 6u);
+  EXPECT_EQ(split->tables[2].line, 10u);
+  EXPECT_EQ(split->tables[0].offset, split->head);
+  for (size_t i = 0; i + 1 < split->tables.size(); ++i) {
+    EXPECT_EQ(split->tables[i].offset + split->tables[i].length, split->tables[i + 1].offset);
+  }
+  EXPECT_EQ(split->tables[2].offset + split->tables[2].length, text.size());
+  EXPECT_EQ(text.substr(split->tables[1].offset, 8), "[[step]]");
+
+  auto first = split_step_tables("[[step]]\r\nname = \"a\"\r\n");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->head, 0u);
+  EXPECT_EQ(first->tables.size(), 1u);
+  EXPECT_FALSE(split_step_tables("[pipeline]\nname = \"x\"\n"));
+  EXPECT_FALSE(split_step_tables("[[ step ]]\nname = \"a\"\n"));
+}
+
+// Read table by table, a file gives what it gives read whole: every field, every
+// position (which later messages name), every error message.
+TEST(PipelineFile, ReadingByTableGivesWhatReadingWholeGives) {
+  std::string tools =
+      "[pipeline]\nname = \"same\"\n[tools.sort]\nversion = [\"sort\", \"--version\"]\n\n";
+  expect_same_file(tools +
+                   "[[step]]\nname = \"count-{s}\"\nforeach = { s = [\"a\", \"b\"] }\n"
+                   "run = \"sort {in.text} > {out.o}\"\ninputs = { text = \"data/{s}.txt\" }\n"
+                   "outputs = [\"o\"]\ntools = [\"sort\"]\nparams = { min = 2, f = 0.5 }\n"
+                   "canonical = { o = \"lines-sorted\" }\n"
+                   "[step.env]\nA = \"{s}\"\n\n"
+                   "[[step]]\nname = \"merge\"\ncmd = [\"cat\", \"{in.parts}\"]\n"
+                   "inputs.parts = [\"@count-a/o\", \"@count-b/o\"]\noutputs = [\"m\"]\n"
+                   "cores = 2\ntimeout = \"5m\"\nretries = 1\n"
+                   "[[step]]\nname = \"g-{k}\"\nforeach = { k = { glob = \"in/{k}.txt\" } }\n"
+                   "run = \"true\"\n");
+  expect_same_file(std::string(testdata::kSpecExample));
+  // A multi-line string holding a "[[step]]" line: split there, the pieces do not
+  // parse alone, and the file is read whole.
+  // (Not expect_same_file(): "[[ step ]]" would change the string.)
+  auto in_string = parse_pipeline(
+      "[[step]]\nname = \"a\"\nrun = \"\"\"\necho\n[[step]]\necho\n\"\"\"\n"
+      "[[step]]\nname = \"b\"\nrun = \"true\"\n",
+      "d/p.toml");
+  ASSERT_TRUE(in_string.ok()) << in_string.error().message();
+  ASSERT_EQ(in_string->steps.size(), 2u);
+  EXPECT_EQ(in_string->steps[0].run, "echo\n[[step]]\necho\n");
+  EXPECT_EQ(in_string->steps[1].pos.line, 8u);
+  // A table after the steps belongs to the file, not to the last step.
+  expect_same_file("[[step]]\nname = \"a\"\nrun = \"true\"\ntools = [\"t\"]\n"
+                   "[tools.t]\nversion = [\"t\", \"-v\"]\n");
+  // The head says something about `step`.
+  expect_same_file("step = []\n[[step]]\nname = \"a\"\nrun = \"true\"\n");
+  // Errors: a piece that does not read gives the whole file's message.
+  expect_same_file("[[step]]\nname = \"a\"\nrun = \"true\"\n[[step]]\nname = \"b\"\nrn = 1\n");
+  expect_same_file("[[step]]\nname = \"a\"\nrun = \"true\"\n[[step]]\nname = \"b\"\nrun = [\n");
+  expect_same_file("[[step]]\nname = \"a\"\nrun = \"true\"\n[[step]]\nname = \"a\"\nrun = \"x\"\n");
+  expect_same_file("[pipeline]\nname = 3\n[[step]]\nname = \"a\"\nrun = \"true\"\n");
+  // Enough tables to be read on two threads, each with its own line.
+  std::string many = tools;
+  for (int i = 0; i < 1500; ++i) {
+    many += fmt::format("[[step]]\nname = \"s-{}\"\ncmd = [\"touch\", \"{{out.o}}\"]\n"
+                        "outputs = [\"o\"]\ninputs = {{ x = \"in/{}.txt\" }}\n"
+                        "env = {{ I = \"{}\" }}\n\n",
+                        i, i, i);
+  }
+  expect_same_file(many);
+  auto pf = parse_pipeline(many, "d/p.toml");
+  ASSERT_TRUE(pf.ok());
+  ASSERT_EQ(pf->steps.size(), 1500u);
+  EXPECT_EQ(pf->steps[1499].name, "s-1499");
+  EXPECT_EQ(pf->steps[1499].index, 1499u);
+  EXPECT_EQ(pf->steps[1499].pos.line, 6u + 1499u * 7u);
+  EXPECT_EQ(pf->steps[1499].inputs.at("x").pos.line, 6u + 1499u * 7u + 4u);
 }
 
 TEST(PipelineFile, ParsesEveryOptionalKey) {
