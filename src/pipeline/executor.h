@@ -58,6 +58,10 @@ struct SettledReuse {
   // only when its fingerprint (key.h) is the recorded one. Otherwise the graph is the
   // record's, step for step, and names suffice.
   bool verify_fingerprints = false;
+  // By [[step]] table: 1 where the table's steps have their recorded fingerprints
+  // without computing them (the table's bytes and the file's head are the record's,
+  // every tool answers the same, and the table discovers no foreach values from files).
+  std::vector<char> same_tables;
 };
 
 struct RunOptions {

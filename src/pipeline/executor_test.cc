@@ -673,8 +673,9 @@ class ExecutorReuseTest : public ExecutorTest {
     ASSERT_EQ(check_.difference, std::nullopt);
   }
   // The next run reuses from the record.
-  RunReport rerun(const Graph& g, bool verify_fingerprints = false) {
-    o_.reuse = SettledReuse{&rec_, &check_, entries_, verify_fingerprints};
+  RunReport rerun(const Graph& g, bool verify_fingerprints = false,
+                  std::vector<char> same_tables = {}) {
+    o_.reuse = SettledReuse{&rec_, &check_, entries_, verify_fingerprints, std::move(same_tables)};
     runner_.started.clear();
     return run(g);
   }
@@ -753,6 +754,33 @@ TEST_F(ExecutorReuseTest, AnEditedPipelineReusesTheStepsWhoseFingerprintIsTheSam
   // Without the check by fingerprint, names alone would have reused c's old entry.
   ASSERT_TRUE(r.settled.has_value());
   EXPECT_NE(r.settled->entries[*g.find("c")].fingerprint, entry("c").fingerprint);
+}
+
+// A table whose bytes are the record's (the session compares them) keeps its steps'
+// recorded fingerprints without computing them; the others are verified.
+TEST_F(ExecutorReuseTest, ATableAsRecordedIsNotFingerprintedAgain) {
+  Graph before = graph(kChainAndOne);
+  record(before);
+  for (const auto& e : rec_.entries) {
+    EXPECT_EQ(e.table, before.steps[*before.find(e.name)].spec) << e.name;
+  }
+  std::string edited = kChainAndOne;
+  edited.replace(edited.find("run = \"z\""), 9, "run = \"Z\"");
+  Graph g = graph(edited);
+  const size_t c = g.steps[*g.find("c")].spec;
+  std::vector<char> same(g.steps.size(), 1);
+  same[c] = 0;
+  RunReport r = rerun(g, true, same);
+  EXPECT_EQ(runner_.started, (std::vector<std::string>{"c"}));
+  ASSERT_TRUE(r.settled.has_value());
+  for (const char* n : {"a", "b", "d"}) {
+    EXPECT_EQ(r.settled->entries[*g.find(n)].fingerprint, entry(n).fingerprint) << n;
+  }
+  // Taken at its word: told c's table is the record's too, c is its old entry.
+  record(before);
+  RunReport lied = rerun(g, true, std::vector<char>(g.steps.size(), 1));
+  EXPECT_TRUE(runner_.started.empty());
+  EXPECT_FALSE(step(lied, "c").recorded.empty());
 }
 
 TEST_F(ExecutorReuseTest, AnEntryThatDoesNotSayItsOutputsFailsWhatMustReadThem) {

@@ -393,6 +393,7 @@ std::optional<PipelineFile> read_by_table(std::string_view text, const std::stri
   if (!ok) return std::nullopt;
   pf->steps.reserve(n);
   for (auto& s : specs) pf->steps.push_back(std::move(*s));
+  pf->tables = split.tables;
   document = std::move(docs);
   return std::move(*pf);
 }

@@ -101,26 +101,6 @@ struct StepSpec {
   bool operator==(const StepSpec&) const = default;
 };
 
-struct PipelineFile {
-  std::string path;  // as given to parse_pipeline()
-  std::string dir;   // the directory inputs are relative to ("." for a bare file name)
-  std::string name;  // [pipeline] name; default: the file's stem
-  std::map<std::string, ToolSpec> tools;
-  std::vector<StepSpec> steps;  // in file order
-};
-
-// Parses `text`, the content of the pipeline file at `path` (used for messages and
-// for `dir`). Never throws. Fails (kInvalidInput) on a TOML syntax error, an unknown
-// key, a value of the wrong type or out of range, a malformed name, a step with both
-// or neither of run/cmd, a canonical form for an undeclared output or that
-// parse_canonical_form() refuses, or a tool that [tools] does not define.
-Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path);
-// The same, handing the parsed TOML document to `document` rather than freeing it: a
-// process about to exit leaves it to the operating system (10^4 [[step]] tables are
-// ~10^5 allocations, 12 ms to free one at a time).
-Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
-                                    std::shared_ptr<const void>& document);
-
 // Where a pipeline file's [[step]] tables lie. A file is read table by table when it
 // can be: its head (everything before the first [[step]] table) parsed alone, then each
 // table alone, on two threads when there are many; and an edit of one table is seen as
@@ -146,6 +126,29 @@ struct TableSpans {
 };
 // nullopt for a file with no "[[step]]" line.
 std::optional<TableSpans> split_step_tables(std::string_view text);
+
+struct PipelineFile {
+  std::string path;  // as given to parse_pipeline()
+  std::string dir;   // the directory inputs are relative to ("." for a bare file name)
+  std::string name;  // [pipeline] name; default: the file's stem
+  std::map<std::string, ToolSpec> tools;
+  std::vector<StepSpec> steps;  // in file order
+  // Where each of `steps` was written, when the file was read table by table (one span
+  // per step); empty when it was read whole.
+  std::vector<TableSpan> tables;
+};
+
+// Parses `text`, the content of the pipeline file at `path` (used for messages and
+// for `dir`). Never throws. Fails (kInvalidInput) on a TOML syntax error, an unknown
+// key, a value of the wrong type or out of range, a malformed name, a step with both
+// or neither of run/cmd, a canonical form for an undeclared output or that
+// parse_canonical_form() refuses, or a tool that [tools] does not define.
+Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path);
+// The same, handing the parsed TOML document to `document` rather than freeing it: a
+// process about to exit leaves it to the operating system (10^4 [[step]] tables are
+// ~10^5 allocations, 12 ms to free one at a time).
+Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
+                                    std::shared_ptr<const void>& document);
 
 // Reads and parses the file at `path` (kNotFound / kIo when it cannot be read).
 Result<PipelineFile> read_pipeline(const std::string& path);

@@ -236,6 +236,10 @@ struct Session::State {
   const Env& env;
   SessionSinks sinks;
   std::string text;          // the pipeline file's bytes
+  // How many [[step]] tables it was read as, one by one (0: read whole), and by table,
+  // which of them are the settled record's bytes (load_graph()).
+  size_t tables = 0;
+  std::vector<char> same_tables;
   std::string bdir;          // <dir>/.berth
   std::string settled_name;  // the pipeline's absolute path: the settled record's name
   std::string url;           // the store
@@ -286,6 +290,9 @@ struct Session::State {
     return settled_base(o.engine_version, cwd, settled_name, url, abs_results);
   }
   Result<void> load_graph();
+  // By table of `file`, read from `text`: 1 where its bytes are the settled record's
+  // (SettledReuse::same_tables).
+  std::vector<char> tables_as_recorded(const PipelineFile& file) const;
   place::VersionProbe& probe(std::optional<CaptureProbe>& own) {
     if (place.probe != nullptr) return *place.probe;
     own.emplace(env);
@@ -362,11 +369,36 @@ Session::~Session() {
 constexpr size_t kNearby = 4;
 constexpr size_t kAstrayBeforeTable = 64;
 
+std::vector<char> Session::State::tables_as_recorded(const PipelineFile& file) const {
+  // Both versions of the file read table by table, and the same head: table k's steps
+  // are what they were when its bytes are. Not a table whose foreach values are found
+  // among the files present: the same bytes may expand to other steps.
+  std::vector<char> as_recorded;
+  if (settled->tables == 0 || file.tables.empty()) return as_recorded;
+  auto old_text = settled_context_pipeline(settled->context);
+  auto old = old_text ? split_step_tables(*old_text) : std::nullopt;
+  if (!old || old->tables.size() != settled->tables ||
+      old_text->substr(0, old->head) != std::string_view(text).substr(0, file.tables[0].offset)) {
+    return as_recorded;
+  }
+  as_recorded.resize(file.tables.size(), 0);
+  for (size_t k = 0; k < as_recorded.size() && k < old->tables.size(); ++k) {
+    const TableSpan& was = old->tables[k];
+    const TableSpan& now = file.tables[k];
+    as_recorded[k] = file.steps[k].foreach_globs.empty() &&
+              old_text->substr(was.offset, was.length) ==
+                  std::string_view(text).substr(now.offset, now.length);
+  }
+  return as_recorded;
+}
+
 Result<void> Session::State::load_graph() {
   // Kept only to be left to the operating system with the rest (process_exits).
   std::shared_ptr<const void> kept;
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline, kept));
   if (o.process_exits) document = std::move(kept);
+  tables = file.tables.size();
+  if (settled && !same) same_tables = tables_as_recorded(file);
   BERTH_TRY(discovered, discover_foreach(file, DiscoveryFs::real()));
   // A file the settled record's check just found with its stamp exists: not stat'ed
   // again (a 10,000-step pipeline names 10,000 inputs). Expansion asks in the steps'
@@ -891,6 +923,7 @@ void Session::State::keep_record(RunReport& rep,
     rec.overrides = std::move(overrides);
     rec.context = context();
     rec.base = base();
+    rec.tables = tables;
     // Inputs reused from the old record were read again by its check if racy.
     if (check) settle_racy_inputs(rec, check_ns);
     // Not fsynced: a record torn by a crash does not decode, and costs one ordinary
@@ -937,6 +970,7 @@ Result<RunOutcome> Session::run(int cancel_fd) {
       reuse->check = &*s.check;
       reuse->steps = std::move(steps);
       reuse->verify_fingerprints = !s.same || !s.check->tools_same;
+      if (s.check->tools_same) reuse->same_tables = std::move(s.same_tables);
     }
     if (!s.graph) BERTH_CHECK(s.load_graph());
   }

@@ -8,13 +8,14 @@
 //   base <len>:<settled_base()>
 //   pipeline <len>:<name>
 //   steps-object <len>:<object name, or empty>
+//   tables <n>                                                    (0: read whole)
 //   request <tasks> <cpus per task> <gpus> <nodes, -1: any>      (any number)
 //   tool <argc> <len>:<arg>... <len>:<output>                     (any number)
 //   input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<path>   (any number)
 //   racy-input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<hash> <len>:<path>
 //   result <dev> <ino> <size> <mtime ns> <len>:<path>             (any number)
 //   object <len>:<name>                                           (any number)
-//   step <offset> <length> <n> <file>... <m> <object>... <len>:<fingerprint> <len>:<name>
+//   step <offset> <length> <table> <n> <file>... <m> <object>... <len>:<fingerprint> <len>:<name>
 //   steps <count> <bytes>
 //   end
 //
@@ -229,7 +230,7 @@ Result<void> read_step_line(Reader& r, const Settled& s, SettledStep& e) {
   auto fast = [&] {
     size_t n = 0;
     if (!(r.lit("step ") && r.num(e.offset) && r.ch(' ') && r.num(e.length) && r.ch(' ') &&
-          r.num(n) && n <= s.files.size())) {
+          r.num(e.table) && r.ch(' ') && r.num(n) && n <= s.files.size())) {
       return false;
     }
     e.files.resize(n);
@@ -250,6 +251,8 @@ Result<void> read_step_line(Reader& r, const Settled& s, SettledStep& e) {
   BERTH_TRY(e.offset, r.number<size_t>("an offset"));
   BERTH_CHECK(r.space());
   BERTH_TRY(e.length, r.number<size_t>("a length"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(e.table, r.number<uint32_t>("a table's index"));
   BERTH_CHECK(r.space());
   BERTH_TRY(size_t nf, r.number<size_t>("a file count"));
   if (nf > s.files.size()) return r.error("at most as many files as the record names");
@@ -394,6 +397,23 @@ std::string settled_context(std::string_view engine_version, std::string_view cw
   return pre;
 }
 
+std::optional<std::string_view> settled_context_pipeline(std::string_view context) {
+  // The fields settled_context() writes, each <len>:<bytes>; the pipeline's is the fifth.
+  std::string_view field;
+  for (int k = 0; k < 5; ++k) {
+    size_t colon = context.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    size_t len = 0;
+    auto [end, ec] = std::from_chars(context.data(), context.data() + colon, len);
+    if (ec != std::errc() || end != context.data() + colon || len > context.size() - colon - 1) {
+      return std::nullopt;
+    }
+    field = context.substr(colon + 1, len);
+    context.remove_prefix(colon + 1 + len);
+  }
+  return field;
+}
+
 std::string settled_base(std::string_view engine_version, std::string_view cwd,
                          std::string_view pipeline_path, std::string_view store_url,
                          std::string_view results_dir) {
@@ -493,6 +513,8 @@ std::string encode_settled(const Settled& s) {
   out.str(s.pipeline);
   out.put("\nsteps-object ");
   out.str(s.steps_object);
+  out.put("\ntables ");
+  out.num(s.tables);
   out.put('\n');
   for (const auto& q : s.requests) {
     out.put(fmt::format("request {} {} {} {}\n", q.tasks, q.cpus_per_task, q.gpus, q.nodes));
@@ -534,6 +556,8 @@ std::string encode_settled(const Settled& s) {
     out.num(e.offset);
     out.put(' ');
     out.num(e.length);
+    out.put(' ');
+    out.num(e.table);
     out.put(' ');
     out.num(e.files.size());
     for (uint32_t f : e.files) out.put(' '), out.num(f);
@@ -587,6 +611,9 @@ Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t
   BERTH_CHECK(r.newline());
   BERTH_CHECK(r.literal("steps-object "));
   BERTH_TRY(s.steps_object, r.str("the steps' object name"));
+  BERTH_CHECK(r.newline());
+  BERTH_CHECK(r.literal("tables "));
+  BERTH_TRY(s.tables, r.number<size_t>("a count of tables"));
   BERTH_CHECK(r.newline());
   for (;;) {
     std::string_view word = r.peek_word();

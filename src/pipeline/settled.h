@@ -41,7 +41,7 @@ namespace berth::pipeline {
 
 // Bump when the encoding or what a record means changes: an older record then simply
 // does not decode, and costs one ordinary run.
-inline constexpr int kSettledFormat = 3;
+inline constexpr int kSettledFormat = 4;
 
 struct SettledFile {
   std::string path;
@@ -76,6 +76,7 @@ struct SettledStep {
   std::string fingerprint;  // step_fingerprint() (key.h) of its definition
   size_t offset = 0;        // its entry ({...}) in the steps file
   size_t length = 0;
+  uint32_t table = 0;       // the [[step]] table it was expanded from, from 0
   std::vector<uint32_t> files;    // indices into Settled::files: its inputs and results
   std::vector<uint32_t> objects;  // indices into Settled::objects: its outputs'
   bool operator==(const SettledStep&) const = default;
@@ -104,6 +105,11 @@ struct Settled {
   // The object holding the report's steps (stored with the run), which is also the
   // name of the file in the cache directory that holds them (settled_steps_path()).
   std::string steps_object;
+  // How many [[step]] tables the pipeline file was read as, one by one
+  // (split_step_tables(), pipeline_file.h); 0 when it was read whole. A later version
+  // of the file read the same way whose head and table k are these bytes gives table
+  // k's steps the recorded fingerprints without computing them.
+  size_t tables = 0;
   std::vector<SettledRequest> requests;
   std::vector<SettledTool> tools;
   std::vector<SettledFile> files;
@@ -180,6 +186,9 @@ std::optional<std::pair<std::string, size_t>> read_settled_pointer(std::string_v
 std::string settled_context(std::string_view engine_version, std::string_view cwd,
                             std::string_view pipeline_path, std::string_view pipeline_bytes,
                             std::string_view store_url, std::string_view results_dir);
+
+// The pipeline's bytes a settled_context() holds; nullopt for a context that is not one.
+std::optional<std::string_view> settled_context_pipeline(std::string_view context);
 
 // settled_context() without the pipeline's bytes (Settled::base).
 std::string settled_base(std::string_view engine_version, std::string_view cwd,

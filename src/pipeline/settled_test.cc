@@ -35,8 +35,9 @@ Settled sample() {
              {"in/racy", {1, 4, 2, 1700000000123456789, 1700000000123456789}, true,
               "sha256:" + std::string(64, 'd')}};
   s.objects = {"sha256:" + std::string(64, 'b')};
-  s.entries = {{"s", std::string(64, 'e'), 1, 600, {0, 2}, {0}},
-               {"t u", "", 602, 631, {1, 3, 0}, {}}};
+  s.tables = 3;
+  s.entries = {{"s", std::string(64, 'e'), 1, 600, 0, {0, 2}, {0}},
+               {"t u", "", 602, 631, 2, {1, 3, 0}, {}}};
   s.steps = 2;
   s.steps_bytes = 1234;
   s.object_bytes = 1234;
@@ -55,6 +56,20 @@ TEST(Settled, EncodeDecodeRoundTripsAnyBytes) {
   auto e = decode_settled(encode_settled(empty));
   ASSERT_TRUE(e.ok()) << e.error().message();
   EXPECT_EQ(*e, empty);
+}
+
+// The pipeline's bytes are found again in a context (an edited file is compared with
+// them table by table); anything that is not a context has none.
+TEST(Settled, AContextGivesBackThePipelinesBytes) {
+  std::string bytes = "[[step]]\nname = \"a:b\"\n12:x";
+  std::string context =
+      settled_context("berth 1", "/p:q", "/p/pipeline.toml", bytes, "file:///s", "/r");
+  EXPECT_EQ(settled_context_pipeline(context), std::string_view(bytes));
+  EXPECT_EQ(settled_context_pipeline(settled_context("", "", "", "", "", "")), "");
+  EXPECT_EQ(settled_context_pipeline(""), std::nullopt);
+  EXPECT_EQ(settled_context_pipeline("1:4"), std::nullopt);
+  EXPECT_EQ(settled_context_pipeline(context.substr(0, context.find(bytes) + 3)), std::nullopt);
+  EXPECT_EQ(settled_context_pipeline("1:41:x1:y1:z99999999999999999999999:w"), std::nullopt);
 }
 
 TEST(Settled, OverridesRoundTripAndMustAddUp) {
@@ -119,7 +134,7 @@ TEST(Settled, OverridesMakeTheStepsFromTheObjectAndBack) {
   s.object_bytes = object.size();
   s.steps_bytes = steps.size();
   s.overrides = *o;
-  for (const auto& [offset, length] : spans) s.entries.push_back({"", "", offset, length, {}, {}});
+  for (const auto& [offset, length] : spans) s.entries.push_back({"", "", offset, length, 0, {}, {}});
   auto made = settled_steps_text(s, object);
   ASSERT_TRUE(made.ok()) << made.error().message();
   EXPECT_EQ(*made, steps);
@@ -241,42 +256,47 @@ TEST(Settled, DecodeNamesTheOffsetOfWhatIsWrong) {
   };
   std::vector<Case> cases = {
       {"", "at byte 0: expected 'berth-settled'"},
-      {"berth-settled 2\n", "format 2, expected 3"},
+      {"berth-settled 3\n", "format 3, expected 4"},
       {"berth-settled x\n", "at byte 14: expected the format version"},
       {good.substr(0, good.size() - 1), "expected 'end\n'"},
       {good + "x", "expected the end of the record"},
-      {"berth-settled 3\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
-      {"berth-settled 3\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
-      {"berth-settled 3\ncontext 0:\npipeline 0:\n", "at byte 27: expected 'base '"},
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ninput 1 2 3 4 x 0:\n",
+      {"berth-settled 4\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
+      {"berth-settled 4\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
+      {"berth-settled 4\ncontext 0:\npipeline 0:\n", "at byte 27: expected 'base '"},
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\ninput 1 2 3 4 x 0:\n",
        "expected a ctime"},
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0\n",
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\nrequest 1 1 0\n",
        "expected ' '"},
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nbogus 1\n",
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\nbogus 1\n",
        "expected 'steps '"},
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0 1\n",
+       "expected 'tables '"},
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\n"
+       "step 0 2 x 0 0 0: 1:s\n",
+       "expected a table's index"},
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\n"
        "tool 99999999999999999999 \n",
        "expected an argument count"},
       // A racy input's hash is never empty: it would be written back as a plain input.
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\n"
        "racy-input 1 2 3 4 5 0: 1:a\n",
        "expected a racy input's hash"},
       // A step names files and objects named before it, by index.
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
-       "input 1 2 3 4 5 1:a\nstep 0 2 1 1 0 0: 1:s\n",
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\n"
+       "input 1 2 3 4 5 1:a\nstep 0 2 0 1 1 0 0: 1:s\n",
        "expected the index of a file named before"},
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
-       "step 0 2 0 1 0 0: 1:s\n",
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\n"
+       "step 0 2 0 0 1 0 0: 1:s\n",
        "expected at most as many objects as the record names"},
       // Its entry lies within the steps.
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
-       "step 5 6 0 0 0: 1:s\nsteps 1 10 10\nend\n",
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\n"
+       "step 5 6 0 0 0 0: 1:s\nsteps 1 10 10\nend\n",
        "step 's' lies outside the 10 bytes of the steps"},
       // An override lies within the object, and the object's length is given.
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\n"
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\n"
        "override 8 4 1:x\nsteps 0 7 10\nend\n",
        "an override of 4 bytes at 8 does not lie in order within the 10 bytes"},
-      {"berth-settled 3\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nsteps 0 10\nend\n",
+      {"berth-settled 4\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0\nsteps 0 10\nend\n",
        "expected ' '"},
   };
   for (const auto& c : cases) {

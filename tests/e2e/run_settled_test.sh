@@ -367,4 +367,42 @@ run run pipeline.toml --format json
 expect_eq "splice: the ordinary path reports the same steps" \
   "$(settled) $(json "json.dumps(j['steps'], sort_keys=True)")" "False $settled_steps"
 
+# An edit of one [[step]] table: the tables whose bytes are the record's keep their
+# steps' fingerprints; but a table that finds its foreach values among the files present
+# may expand otherwise from the same bytes, and is looked at again. Here "g" (one value,
+# so its name need not hold it) found in/a.dat; a.dat becomes b.dat, and another
+# table's definition is edited in the same breath.
+mkdir -p "$T/tables/in"
+cd "$T/tables"
+printf 'x\n' >in/a.dat
+cat >pipeline.toml <<'X'
+[[step]]
+name = "g"
+foreach = { k = { glob = "in/{k}.dat" } }
+run = "echo {k} > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "h"
+run = "echo one > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "i"
+run = "echo same > {out.o}"
+outputs = ["o"]
+X
+settle
+expect_eq "tables: g found a" "$(cat results/g/o)" a
+mv in/a.dat in/b.dat
+sed -i 's/echo one/echo two/' pipeline.toml
+run run pipeline.toml --format json
+expect_eq "tables: h edited and g's value changed: both run, i is reused" \
+  "$(state g) $(state h) $(state i)" "executed executed cached"
+expect_eq "tables: g found b" "$(cat results/g/o) $(cat results/h/o)" "b two"
+settle
+sed -i 's/echo same/echo other/' pipeline.toml
+run run pipeline.toml --format json
+expect_eq "tables: i edited: only i runs" "$(counts) $(state i)" "1 executed 2 cached executed"
+
 finish
