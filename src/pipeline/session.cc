@@ -386,8 +386,8 @@ std::vector<char> Session::State::tables_as_recorded(const PipelineFile& file) c
     const TableSpan& was = old->tables[k];
     const TableSpan& now = file.tables[k];
     as_recorded[k] = file.steps[k].foreach_globs.empty() &&
-              old_text->substr(was.offset, was.length) ==
-                  std::string_view(text).substr(now.offset, now.length);
+                     old_text->substr(was.offset, was.length) ==
+                         std::string_view(text).substr(now.offset, now.length);
   }
   return as_recorded;
 }
