@@ -565,6 +565,18 @@ void Executor::prepare(size_t i) {
   StepRecord& rec = report_.steps[i];
   if (rec.state != StepState::kPending) return;
   if (o_.reuse && !keyed_[i] && try_reuse(i)) return;
+  if (g_.steps[i].from_record) {
+    // Known only by its entry, whose facts all held when the graph was made: nothing
+    // to key or run it with. Said, never run as an empty step.
+    StepRecord r = rec;
+    r.state = StepState::kFailed;
+    r.reason =
+        "its entry in the settled record could not be reused although every fact it rests "
+        "on held; run again (the record is rewritten)";
+    settleable_ = false;
+    finish_step(i, std::move(r));
+    return;
+  }
   if (!keyed_[i]) {
     // A step it reads from may have been reused: its outputs come from its entry.
     for (size_t dep : g_.steps[i].deps) {
@@ -935,6 +947,7 @@ void Executor::collect_settled() {
     SettledStep& e = rec.entries[i];
     e.name = g_.steps[i].name;
     e.table = static_cast<uint32_t>(g_.steps[i].spec);
+    e.deps.assign(g_.steps[i].deps.begin(), g_.steps[i].deps.end());
     for (const SettledFile& f : facts_[i].files) {
       auto [it, fresh] = file_at.try_emplace(f.path, static_cast<uint32_t>(rec.files.size()));
       if (fresh) {
@@ -963,6 +976,7 @@ void Executor::collect_settled() {
       SettledStep& e = rec.entries[i];
       e.name = g_.steps[i].name;
       e.table = static_cast<uint32_t>(g_.steps[i].spec);
+      e.deps.assign(g_.steps[i].deps.begin(), g_.steps[i].deps.end());
       e.files.reserve(was.files.size());
       for (uint32_t f : was.files) {
         if (file_to[f] < 0) {
@@ -998,7 +1012,20 @@ void Executor::collect_settled() {
   }
   rec.objects.assign(objects.begin(), objects.end());
   std::set<Shape> shapes;
-  for (const Step& s : g_.steps) shapes.insert(shape_of(s));
+  bool from_record = false;
+  for (const Step& s : g_.steps) {
+    if (s.from_record) {
+      from_record = true;
+    } else {
+      shapes.insert(shape_of(s));
+    }
+  }
+  // A step known only by its entry asks for what it asked for before: among the old
+  // record's requests (which may also hold a shape no step asks for any more: then a
+  // pool too small for it sends a later run down the ordinary path, no further).
+  if (const Settled* old = o_.reuse ? o_.reuse->record : nullptr; old && from_record) {
+    for (const auto& q : old->requests) shapes.insert({q.tasks, q.cpus_per_task, q.gpus, q.nodes});
+  }
   for (const auto& [tasks, cpus, gpus, nodes] : shapes) {
     rec.requests.push_back({tasks, cpus, gpus, nodes});
   }

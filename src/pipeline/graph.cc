@@ -422,17 +422,12 @@ Result<Graph> expand(const PipelineFile& file, const FileExists& exists) {
   return expand(PipelineFile(file), exists);
 }
 
-Result<Graph> expand(PipelineFile&& file, const FileExists& exists) {
-  Graph g;
-  g.path = file.path;
-  g.dir = file.dir;
-  g.name = file.name;
-  g.tools = file.tools;
+namespace {
 
-  // 1. Expand every [[step]] over its foreach product, in file order.
-  std::vector<Step> steps;
-  std::vector<PendingRef> pending;
-  NameIndex by_name(StepName{&steps});
+// Step 1 of expand(): every [[step]] of `file` over its foreach product, in file order,
+// into `steps`, each "@step/output" reference left in `pending`; `by_name` indexes them.
+Result<void> expand_specs(PipelineFile& file, const FileExists& exists, std::vector<Step>& steps,
+                          std::vector<PendingRef>& pending, NameIndex& by_name) {
   size_t total = 0;
   for (const StepSpec& s : file.steps) {
     std::optional<size_t> count = combinations(s);
@@ -477,6 +472,30 @@ Result<Graph> expand(PipelineFile&& file, const FileExists& exists) {
       by_name.insert(steps.size() - 1);
     }
   }
+  return Ok{};
+}
+
+void sort_deps(std::vector<Step>& steps) {
+  for (Step& st : steps) {
+    std::sort(st.deps.begin(), st.deps.end());
+    st.deps.erase(std::unique(st.deps.begin(), st.deps.end()), st.deps.end());
+  }
+}
+
+}  // namespace
+
+Result<Graph> expand(PipelineFile&& file, const FileExists& exists) {
+  Graph g;
+  g.path = file.path;
+  g.dir = file.dir;
+  g.name = file.name;
+  g.tools = file.tools;
+
+  // 1. Expand every [[step]] over its foreach product, in file order.
+  std::vector<Step> steps;
+  std::vector<PendingRef> pending;
+  NameIndex by_name(StepName{&steps});
+  BERTH_CHECK(expand_specs(file, exists, steps, pending, by_name));
 
   // 2. Resolve "@step/output" references now that every name is known.
   for (const PendingRef& r : pending) {
@@ -485,14 +504,51 @@ Result<Graph> expand(PipelineFile&& file, const FileExists& exists) {
     BERTH_CHECK(resolve_ref(item, st.origin(), r.input, steps, by_name));
     st.deps.push_back(item.step);
   }
-  for (Step& st : steps) {
-    std::sort(st.deps.begin(), st.deps.end());
-    st.deps.erase(std::unique(st.deps.begin(), st.deps.end()), st.deps.end());
-  }
+  sort_deps(steps);
 
   // 3. Order the steps; a cycle is an error naming the steps around it.
   BERTH_TRY(g.steps, topological(std::move(steps), file.path));
   return g;
+}
+
+Result<std::vector<Step>> expand_tables(PipelineFile&& file, const FileExists& exists,
+                                        const GraphPlaces& places) {
+  std::vector<Step> steps;
+  std::vector<PendingRef> pending;
+  NameIndex by_name(StepName{&steps});
+  BERTH_CHECK(expand_specs(file, exists, steps, pending, by_name));
+  // A reference to one of these steps is checked against its outputs; to any other
+  // step, against the outputs `places` knows. Either way it names the step's place in
+  // the whole graph.
+  for (const PendingRef& r : pending) {
+    Step& st = steps[r.step];
+    InputItem& item = st.inputs.at(r.input).items[r.item];
+    size_t slash = item.text.rfind('/');
+    std::string_view name = slash == std::string::npos || slash < 1
+                                ? std::string_view()
+                                : std::string_view(item.text).substr(1, slash - 1);
+    std::optional<size_t> place = places.index_of(name);
+    if (!place) {
+      return fail(Errc::kNotFound, fmt::format("{}: inputs.{}: '{}' names no step", st.origin(),
+                                               r.input, str::printable(item.text)));
+    }
+    if (by_name.find(name)) {
+      BERTH_CHECK(resolve_ref(item, st.origin(), r.input, steps, by_name));
+    } else {
+      auto table = std::make_shared<StepTable>();
+      table->outputs = places.outputs_of(*place);
+      std::vector<Step> other;
+      other.emplace_back(std::move(table));
+      other.back().name = std::string(name);
+      NameIndex one(StepName{&other});
+      one.insert(0);
+      BERTH_CHECK(resolve_ref(item, st.origin(), r.input, other, one));
+    }
+    item.step = *place;
+    st.deps.push_back(*place);
+  }
+  sort_deps(steps);
+  return steps;
 }
 
 }  // namespace berth::pipeline

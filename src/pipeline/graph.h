@@ -101,6 +101,10 @@ struct Step {
   std::optional<int64_t> memory_cap_mb;
   std::optional<std::chrono::milliseconds> timeout;
   std::vector<size_t> deps;  // steps whose outputs this one reads; sorted, distinct
+  // Known only by its entry in the settled record (settled.h): a step of a table whose
+  // bytes did not change, in a graph made from an edited file's changed tables alone.
+  // It has its name, table and deps, nothing else, and is reused, never run.
+  bool from_record = false;
 
   Step() = default;
   explicit Step(std::shared_ptr<const StepTable> t) : table(std::move(t)) {}
@@ -137,6 +141,14 @@ struct Graph {
   std::optional<size_t> find(std::string_view step_name) const;
 };
 
+// Where the steps of a whole graph lie, for expanding a few of its tables
+// (expand_tables()): the index of the step named so (nullopt: none), and the outputs
+// of the step at an index.
+struct GraphPlaces {
+  std::function<std::optional<size_t>(std::string_view name)> index_of;
+  std::function<std::vector<std::string>(size_t index)> outputs_of;
+};
+
 // Answers whether an input file exists; real runs pass files::exists, tests a fake.
 using FileExists = std::function<bool(const std::string& path)>;
 
@@ -151,5 +163,13 @@ Result<Graph> expand(const PipelineFile& file, const FileExists& exists);
 // The same, taking what it can from `file` rather than copying it (a foreach key's
 // 10^6 values).
 Result<Graph> expand(PipelineFile&& file, const FileExists& exists);
+
+// The steps of `file`'s tables alone (a file read in part, read_step_tables()), checked
+// as expand() checks them, in file order and not ordered by what they read: each
+// "@step/output" reference, to one of them or to any other step `places` knows, is
+// resolved to the step's index in the whole graph, and so are the deps. For a graph
+// whose other steps are known otherwise (Step::from_record).
+Result<std::vector<Step>> expand_tables(PipelineFile&& file, const FileExists& exists,
+                                        const GraphPlaces& places);
 
 }  // namespace berth::pipeline

@@ -352,6 +352,7 @@ constexpr size_t kTablesPerThread = 512;
 // gives the one answer and the message every error has always had.
 std::optional<PipelineFile> read_by_table(std::string_view text, const std::string& path,
                                           const TableSpans& split,
+                                          const std::vector<size_t>* only,
                                           std::shared_ptr<const void>& document) {
   auto docs = std::make_shared<TableDocuments>();
   {
@@ -361,12 +362,16 @@ std::optional<PipelineFile> read_by_table(std::string_view text, const std::stri
   }
   auto pf = read_root(docs->head, path);
   if (!pf.ok()) return std::nullopt;
-  const size_t n = split.tables.size();
+  // The tables read: all of them, or those asked for.
+  const size_t n = only ? only->size() : split.tables.size();
+  auto table = [&](size_t k) { return only ? (*only)[k] : k; };
   docs->tables.resize(n);
   std::vector<std::optional<StepSpec>> specs(n);
   // Reads tables [from, to): false at the first that does not stand alone.
   auto read = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i) {
+    for (size_t k = from; k < to; ++k) {
+      const size_t i = table(k);
+      if (i >= split.tables.size()) return false;
       const TableSpan& at = split.tables[i];
       auto doc = parse_toml(text.substr(at.offset, at.length), path);
       if (!doc.ok() || doc->size() != 1) return false;
@@ -375,8 +380,8 @@ std::optional<PipelineFile> read_by_table(std::string_view text, const std::stri
       auto s = read_step(*(*steps)[0].as_table(), i, *pf);
       if (!s.ok()) return false;
       shift_lines(*s, at.line - 1);
-      specs[i].emplace(std::move(*s));
-      docs->tables[i] = std::move(*doc);
+      specs[k].emplace(std::move(*s));
+      docs->tables[k] = std::move(*doc);
     }
     return true;
   };
@@ -458,12 +463,20 @@ Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& pa
                 fmt::format("{}: larger than {} bytes", path, kMaxPipelineFileBytes));
   }
   if (auto split = split_step_tables(text)) {
-    if (auto pf = read_by_table(text, path, *split, document)) return std::move(*pf);
+    if (auto pf = read_by_table(text, path, *split, nullptr, document)) return std::move(*pf);
   }
   BERTH_TRY(toml::table root, parse_toml(text, path));
   auto kept = std::make_shared<const toml::table>(std::move(root));
   document = kept;
   return read_root(*kept, path);
+}
+
+std::optional<PipelineFile> read_step_tables(std::string_view text, const std::string& path,
+                                             const TableSpans& split,
+                                             const std::vector<size_t>& only,
+                                             std::shared_ptr<const void>& document) {
+  if (text.size() > kMaxPipelineFileBytes) return std::nullopt;
+  return read_by_table(text, path, split, &only, document);
 }
 
 Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path) {

@@ -150,6 +150,17 @@ Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& pa
 Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
                                     std::shared_ptr<const void>& document);
 
+// Part of the file: its head and the [[step]] tables `only` (indices into
+// split.tables, ascending), each read alone as parse_pipeline() reads them. The
+// PipelineFile's steps are those tables' (each StepSpec::index its place in the whole
+// file), its `tables` every table's span. nullopt when any of them does not read alone,
+// for any reason: what is wrong is for reading the whole file to say. For a file whose
+// other tables are known to be what they were (an edited file, settled.h).
+std::optional<PipelineFile> read_step_tables(std::string_view text, const std::string& path,
+                                             const TableSpans& split,
+                                             const std::vector<size_t>& only,
+                                             std::shared_ptr<const void>& document);
+
 // Reads and parses the file at `path` (kNotFound / kIo when it cannot be read).
 Result<PipelineFile> read_pipeline(const std::string& path);
 

@@ -240,6 +240,14 @@ struct Session::State {
   // which of them are the settled record's bytes (load_graph()).
   size_t tables = 0;
   std::vector<char> same_tables;
+  std::vector<uint32_t> globbed;  // the tables that find foreach values among files
+  // The graph was made from the edited tables alone (load_tables()): its other steps
+  // are known by their entries in the record, which must all be reused.
+  bool from_tables = false;
+  size_t tables_again = 0;  // how many tables it read
+  // The record's entries decoded, and their text (recorded_steps()), once asked for.
+  bool entries_decoded = false;
+  std::shared_ptr<const RecordedEntries> recorded;
   std::string bdir;          // <dir>/.berth
   std::string settled_name;  // the pipeline's absolute path: the settled record's name
   std::string url;           // the store
@@ -290,6 +298,14 @@ struct Session::State {
     return settled_base(o.engine_version, cwd, settled_name, url, abs_results);
   }
   Result<void> load_graph();
+  // The graph of an edited file from the settled record and the tables whose bytes
+  // changed, parsed alone; false when that cannot be (load_graph() then reads it all).
+  bool load_tables();
+  // Whether every step of a graph load_tables() made that it did not parse still rests
+  // on facts that hold: else it could not be reused, and the file is read whole.
+  bool tables_hold() const;
+  // The record's entries, decoded once; false when they do not decode.
+  bool decode_entries();
   // By table of `file`, read from `text`: 1 where its bytes are the settled record's
   // (SettledReuse::same_tables).
   std::vector<char> tables_as_recorded(const PipelineFile& file) const;
@@ -399,6 +415,10 @@ Result<void> Session::State::load_graph() {
   if (o.process_exits) document = std::move(kept);
   tables = file.tables.size();
   if (settled && !same) same_tables = tables_as_recorded(file);
+  globbed.clear();
+  for (const StepSpec& spec : file.steps) {
+    if (!spec.foreach_globs.empty()) globbed.push_back(static_cast<uint32_t>(spec.index));
+  }
   BERTH_TRY(discovered, discover_foreach(file, DiscoveryFs::real()));
   // A file the settled record's check just found with its stamp exists: not stat'ed
   // again (a 10,000-step pipeline names 10,000 inputs). Expansion asks in the steps'
@@ -426,6 +446,148 @@ Result<void> Session::State::load_graph() {
   BERTH_TRY(Graph g, expand(std::move(file), exists));
   BERTH_TRY(graph, select_targets(std::move(g), o.targets));
   return Ok{};
+}
+
+// At most this many of a file's tables are read alone after an edit (load_tables());
+// an edit of more is read whole.
+constexpr size_t kMostTablesReadAgain = 256;
+
+bool Session::State::decode_entries() {
+  if (!entries_decoded) {
+    entries_decoded = decode_settled_entries(*record_bytes, entries_at, *settled).ok();
+  }
+  return entries_decoded;
+}
+
+bool Session::State::load_tables() {
+  if (!settled || same || !may_settle || settled->tables == 0) return false;
+  // Both versions split alike, with the same head; which tables changed.
+  auto now = split_step_tables(text);
+  auto old_text = settled_context_pipeline(settled->context);
+  auto old = old_text ? split_step_tables(*old_text) : std::nullopt;
+  if (!now || !old || now->tables.size() != settled->tables ||
+      old->tables.size() != settled->tables ||
+      old_text->substr(0, old->head) != std::string_view(text).substr(0, now->head)) {
+    return false;
+  }
+  const size_t n = now->tables.size();
+  std::vector<char> again(n, 0);  // read alone again
+  std::vector<size_t> which;
+  for (size_t k = 0; k < n; ++k) {
+    const TableSpan& was = old->tables[k];
+    const TableSpan& is = now->tables[k];
+    if (old_text->substr(was.offset, was.length) !=
+        std::string_view(text).substr(is.offset, is.length)) {
+      again[k] = 1;
+    }
+  }
+  // A table that finds its values among the files may expand otherwise from the same
+  // bytes: it is always read again.
+  for (uint32_t k : settled->globbed) again[k] = 1;
+  for (size_t k = 0; k < n; ++k) {
+    if (again[k]) which.push_back(k);
+  }
+  if (which.empty() || which.size() > kMostTablesReadAgain) return false;
+  if (!decode_entries()) return false;
+  if (!recorded) recorded = recorded_steps();
+  const auto& entries = settled->entries;
+  if (!recorded || recorded->text.size() != entries.size()) return false;
+  // The record's steps by name; which of them the tables read again expand to.
+  std::unordered_map<std::string_view, size_t> at;
+  at.reserve(entries.size());
+  size_t expected = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].table >= n) return false;
+    at.emplace(entries[i].name, i);
+    if (again[entries[i].table]) ++expected;
+  }
+  std::shared_ptr<const void> kept;
+  auto part = read_step_tables(text, o.pipeline, *now, which, kept);
+  if (!part) return false;
+  auto found = discover_foreach(*part, DiscoveryFs::real());
+  if (!found.ok()) return false;
+  Graph g;
+  g.path = part->path;
+  g.dir = part->dir;
+  g.name = part->name;
+  g.tools = part->tools;
+  std::vector<uint32_t> globs;
+  for (const StepSpec& spec : part->steps) {
+    if (!spec.foreach_globs.empty()) globs.push_back(static_cast<uint32_t>(spec.index));
+  }
+  GraphPlaces places;
+  places.index_of = [&at](std::string_view name) -> std::optional<size_t> {
+    auto it = at.find(name);
+    if (it == at.end()) return std::nullopt;
+    return it->second;
+  };
+  // A step not read again is reused; its outputs are what its entry says.
+  const RecordedEntries& texts = *recorded;
+  places.outputs_of = [&texts](size_t i) {
+    std::vector<std::string> names;
+    auto j = nlohmann::json::parse(texts.text[i], nullptr, false);
+    if (j.is_object() && j.contains("outputs") && j["outputs"].is_object()) {
+      for (const auto& item : j["outputs"].items()) names.push_back(item.key());
+    }
+    return names;
+  };
+  auto expanded = expand_tables(std::move(*part), files::exists, places);
+  if (!expanded.ok() || expanded->size() != expected) return false;
+  // Each step of a table read again takes its own entry's place (the same names, from
+  // the same tables, reading only what comes before them); each other step reads
+  // nothing that was read again.
+  std::vector<Step*> placed(entries.size(), nullptr);
+  for (Step& st : *expanded) {
+    auto it = at.find(st.name);
+    if (it == at.end() || placed[it->second] != nullptr || entries[it->second].table != st.spec) {
+      return false;
+    }
+    for (size_t d : st.deps) {
+      if (d >= it->second) return false;
+    }
+    placed[it->second] = &st;
+  }
+  g.steps.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (placed[i] != nullptr) {
+      g.steps.push_back(std::move(*placed[i]));
+      continue;
+    }
+    const SettledStep& e = entries[i];
+    for (uint32_t d : e.deps) {
+      if (again[entries[d].table]) return false;
+    }
+    Step& st = g.steps.emplace_back();
+    st.name = e.name;
+    st.spec = e.table;
+    st.deps.assign(e.deps.begin(), e.deps.end());
+    st.from_record = true;
+  }
+  graph = std::move(g);
+  from_tables = true;
+  tables_again = which.size();
+  tables = n;
+  globbed = std::move(globs);
+  discovered = std::move(*found);
+  same_tables.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) same_tables[k] = !again[k];
+  if (o.process_exits) document = std::move(kept);
+  return true;
+}
+
+bool Session::State::tables_hold() const {
+  if (!recorded || !check || !check->tools_same) return false;
+  for (const Step& st : graph->steps) {
+    if (!st.from_record) continue;
+    const SettledStep& e = settled->entries[&st - graph->steps.data()];
+    for (uint32_t f : e.files) {
+      if (f >= check->file_ok.size() || !check->file_ok[f]) return false;
+    }
+    for (uint32_t ob : e.objects) {
+      if (ob >= check->object_ok.size() || !check->object_ok[ob]) return false;
+    }
+  }
+  return true;
 }
 
 Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPlace place,
@@ -477,7 +639,8 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
       }
     }
   }
-  if (!s.same) BERTH_CHECK(s.load_graph());
+  // An edit of a few tables of a settled pipeline: those tables alone.
+  if (!s.same && !s.load_tables()) BERTH_CHECK(s.load_graph());
 
   // 2. Worker mode is refused before anything runs when it could not divide anything.
   if (o.worker) {
@@ -924,6 +1087,7 @@ void Session::State::keep_record(RunReport& rep,
     rec.context = context();
     rec.base = base();
     rec.tables = tables;
+    rec.globbed = globbed;
     // Inputs reused from the old record were read again by its check if racy.
     if (check) settle_racy_inputs(rec, check_ns);
     // Not fsynced: a record torn by a crash does not decode, and costs one ordinary
@@ -960,15 +1124,19 @@ Result<RunOutcome> Session::run(int cancel_fd) {
       if (auto answered = s.run_settled()) return std::move(*answered);
     }
     // The record's entries, then their text (which needs where they lie).
-    std::shared_ptr<const RecordedEntries> steps;
-    if (decode_settled_entries(*s.record_bytes, s.entries_at, *s.settled).ok()) {
-      steps = s.recorded_steps();
+    if (s.decode_entries() && !s.recorded) s.recorded = s.recorded_steps();
+    // A graph made from the edited tables alone, whose other steps cannot all be
+    // reused: the file is read whole after all.
+    if (s.from_tables && !s.tables_hold()) {
+      s.graph.reset();
+      s.from_tables = false;
+      BERTH_CHECK(s.load_graph());
     }
-    if (steps) {
+    if (s.recorded) {
       reuse.emplace();
       reuse->record = &*s.settled;
       reuse->check = &*s.check;
-      reuse->steps = std::move(steps);
+      reuse->steps = s.recorded;
       reuse->verify_fingerprints = !s.same || !s.check->tools_same;
       if (s.check->tools_same) reuse->same_tables = std::move(s.same_tables);
     }
@@ -1064,6 +1232,7 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   // leaves its record for the next.
   RunOutcome out;
   out.worker = s.worker;
+  out.tables_read_again = s.from_tables ? s.tables_again : 0;
   s.publish(rep, ro, out);
   out.exit_code = rep.exit_code();
   out.report = std::move(rep);

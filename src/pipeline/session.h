@@ -100,6 +100,10 @@ struct RunOutcome {
   std::vector<SettledOverride> overrides;
   size_t steps = 0;
   double elapsed_s = 0;
+  // An edit's rerun that read only the tables whose bytes changed (and those that find
+  // values among files), taking every other step from the settled record: how many it
+  // read. 0: the file was read whole, or not at all.
+  size_t tables_read_again = 0;
   // Writes the report's JSON to `fd` (stdout for --format json).
   Result<void> write_report(int fd) const;
   // An ordinary run's report as JSON, whole: its pieces joined, or, for a dry run (which

@@ -8,19 +8,21 @@
 //   base <len>:<settled_base()>
 //   pipeline <len>:<name>
 //   steps-object <len>:<object name, or empty>
-//   tables <n>                                                    (0: read whole)
+//   tables <n> <g> <globbed table>...                             (n = 0: read whole)
 //   request <tasks> <cpus per task> <gpus> <nodes, -1: any>      (any number)
 //   tool <argc> <len>:<arg>... <len>:<output>                     (any number)
 //   input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<path>   (any number)
 //   racy-input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<hash> <len>:<path>
 //   result <dev> <ino> <size> <mtime ns> <len>:<path>             (any number)
 //   object <len>:<name>                                           (any number)
-//   step <offset> <length> <table> <n> <file>... <m> <object>... <len>:<fingerprint> <len>:<name>
+//   step <offset> <length> <table> <d> <dep>... <n> <file>... <m> <object>...
+//        <len>:<fingerprint> <len>:<name>
 //   steps <count> <bytes>
 //   end
 //
 // A step's files and objects are indices into the input/result and object lines, in
-// the order written; its offset and length lie within the steps file.
+// the order written, its deps indices of the step lines before it; its offset and
+// length lie within the steps file.
 #include "pipeline/settled.h"
 
 #include <fmt/format.h>
@@ -223,16 +225,22 @@ Result<SettledFile> read_file_line(Reader& r, std::string_view word) {
 
 // A step line, up to its newline, into `e` (its buffers reused); its indices are of
 // what `s` names so far.
-Result<void> read_step_line(Reader& r, const Settled& s, SettledStep& e) {
+Result<void> read_step_line(Reader& r, const Settled& s, size_t index, SettledStep& e) {
+  e.deps.clear();
   e.files.clear();
   e.objects.clear();
   size_t start = r.pos();
   auto fast = [&] {
     size_t n = 0;
     if (!(r.lit("step ") && r.num(e.offset) && r.ch(' ') && r.num(e.length) && r.ch(' ') &&
-          r.num(e.table) && r.ch(' ') && r.num(n) && n <= s.files.size())) {
+          r.num(e.table) && r.ch(' ') && r.num(n) && n <= index)) {
       return false;
     }
+    e.deps.resize(n);
+    for (uint32_t& d : e.deps) {
+      if (!(r.ch(' ') && r.num(d) && d < index)) return false;
+    }
+    if (!(r.ch(' ') && r.num(n) && n <= s.files.size())) return false;
     e.files.resize(n);
     for (uint32_t& f : e.files) {
       if (!(r.ch(' ') && r.num(f) && f < s.files.size())) return false;
@@ -253,6 +261,15 @@ Result<void> read_step_line(Reader& r, const Settled& s, SettledStep& e) {
   BERTH_TRY(e.length, r.number<size_t>("a length"));
   BERTH_CHECK(r.space());
   BERTH_TRY(e.table, r.number<uint32_t>("a table's index"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(size_t nd, r.number<size_t>("a count of steps read from"));
+  if (nd > index) return r.error("at most as many steps read from as come before");
+  for (size_t k = 0; k < nd; ++k) {
+    BERTH_CHECK(r.space());
+    BERTH_TRY(uint32_t d, r.number<uint32_t>("a step's index"));
+    if (d >= index) return r.error("the index of a step named before");
+    e.deps.push_back(d);
+  }
   BERTH_CHECK(r.space());
   BERTH_TRY(size_t nf, r.number<size_t>("a file count"));
   if (nf > s.files.size()) return r.error("at most as many files as the record names");
@@ -515,6 +532,9 @@ std::string encode_settled(const Settled& s) {
   out.str(s.steps_object);
   out.put("\ntables ");
   out.num(s.tables);
+  out.put(' ');
+  out.num(s.globbed.size());
+  for (uint32_t k : s.globbed) out.put(' '), out.num(k);
   out.put('\n');
   for (const auto& q : s.requests) {
     out.put(fmt::format("request {} {} {} {}\n", q.tasks, q.cpus_per_task, q.gpus, q.nodes));
@@ -558,6 +578,9 @@ std::string encode_settled(const Settled& s) {
     out.num(e.length);
     out.put(' ');
     out.num(e.table);
+    out.put(' ');
+    out.num(e.deps.size());
+    for (uint32_t d : e.deps) out.put(' '), out.num(d);
     out.put(' ');
     out.num(e.files.size());
     for (uint32_t f : e.files) out.put(' '), out.num(f);
@@ -614,6 +637,17 @@ Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t
   BERTH_CHECK(r.newline());
   BERTH_CHECK(r.literal("tables "));
   BERTH_TRY(s.tables, r.number<size_t>("a count of tables"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(size_t globbed, r.number<size_t>("a count of tables"));
+  if (globbed > s.tables) return r.error("at most as many tables as the file has");
+  for (size_t k = 0; k < globbed; ++k) {
+    BERTH_CHECK(r.space());
+    BERTH_TRY(uint32_t t, r.number<uint32_t>("a table's index"));
+    if (t >= s.tables || (!s.globbed.empty() && t <= s.globbed.back())) {
+      return r.error("a table's index, ascending, within the file's");
+    }
+    s.globbed.push_back(t);
+  }
   BERTH_CHECK(r.newline());
   for (;;) {
     std::string_view word = r.peek_word();
@@ -657,10 +691,10 @@ Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t
       seen_step = true;
       if (with_entries) {
         SettledStep e;
-        BERTH_CHECK(read_step_line(r, s, e));
+        BERTH_CHECK(read_step_line(r, s, s.entries.size(), e));
         s.entries.push_back(std::move(e));
       } else {
-        BERTH_CHECK(read_step_line(r, s, scratch));
+        BERTH_CHECK(read_step_line(r, s, last_offsets.size(), scratch));
         // Its entry must lie within the steps, checked below for kept ones.
         last_offsets.emplace_back(scratch.offset, scratch.length);
       }
@@ -737,7 +771,7 @@ Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, S
   s.entries.clear();
   while (r.peek_word() == "step") {
     SettledStep e;
-    BERTH_CHECK(read_step_line(r, s, e));
+    BERTH_CHECK(read_step_line(r, s, s.entries.size(), e));
     BERTH_CHECK(r.newline());
     s.entries.push_back(std::move(e));
   }

@@ -41,7 +41,7 @@ namespace berth::pipeline {
 
 // Bump when the encoding or what a record means changes: an older record then simply
 // does not decode, and costs one ordinary run.
-inline constexpr int kSettledFormat = 4;
+inline constexpr int kSettledFormat = 5;
 
 struct SettledFile {
   std::string path;
@@ -77,6 +77,7 @@ struct SettledStep {
   size_t offset = 0;        // its entry ({...}) in the steps file
   size_t length = 0;
   uint32_t table = 0;       // the [[step]] table it was expanded from, from 0
+  std::vector<uint32_t> deps;     // the entries of the steps it reads from, before it
   std::vector<uint32_t> files;    // indices into Settled::files: its inputs and results
   std::vector<uint32_t> objects;  // indices into Settled::objects: its outputs'
   bool operator==(const SettledStep&) const = default;
@@ -110,6 +111,9 @@ struct Settled {
   // of the file read the same way whose head and table k are these bytes gives table
   // k's steps the recorded fingerprints without computing them.
   size_t tables = 0;
+  // The tables that find a foreach key's values among the files present: their bytes
+  // unchanged, they may still expand to other steps. Ascending.
+  std::vector<uint32_t> globbed;
   std::vector<SettledRequest> requests;
   std::vector<SettledTool> tools;
   std::vector<SettledFile> files;
