@@ -947,6 +947,7 @@ void Executor::collect_settled() {
     SettledStep& e = rec.entries[i];
     e.name = g_.steps[i].name;
     e.table = static_cast<uint32_t>(g_.steps[i].spec);
+    e.combination = g_.steps[i].combination;
     e.deps.assign(g_.steps[i].deps.begin(), g_.steps[i].deps.end());
     for (const SettledFile& f : facts_[i].files) {
       auto [it, fresh] = file_at.try_emplace(f.path, static_cast<uint32_t>(rec.files.size()));
@@ -976,6 +977,7 @@ void Executor::collect_settled() {
       SettledStep& e = rec.entries[i];
       e.name = g_.steps[i].name;
       e.table = static_cast<uint32_t>(g_.steps[i].spec);
+      e.combination = g_.steps[i].combination;
       e.deps.assign(g_.steps[i].deps.begin(), g_.steps[i].deps.end());
       e.files.reserve(was.files.size());
       for (uint32_t f : was.files) {

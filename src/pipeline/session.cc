@@ -533,17 +533,18 @@ bool Session::State::load_tables() {
   };
   auto expanded = expand_tables(std::move(*part), files::exists, places);
   if (!expanded.ok() || expanded->size() != expected) return false;
-  // Each step of a table read again takes its own entry's place (the same names, from
-  // the same tables, reading only what comes before them); each other step reads
-  // nothing that was read again.
+  // Each step of a table read again takes its own entry's place: the same name, table
+  // and foreach combination, reading from the same steps (so the graph is the one
+  // reading the whole file gives, in the same order); each other step reads nothing
+  // that was read again.
   std::vector<Step*> placed(entries.size(), nullptr);
   for (Step& st : *expanded) {
     auto it = at.find(st.name);
-    if (it == at.end() || placed[it->second] != nullptr || entries[it->second].table != st.spec) {
+    if (it == at.end() || placed[it->second] != nullptr) return false;
+    const SettledStep& e = entries[it->second];
+    if (e.table != st.spec || e.combination != st.combination ||
+        !std::equal(st.deps.begin(), st.deps.end(), e.deps.begin(), e.deps.end())) {
       return false;
-    }
-    for (size_t d : st.deps) {
-      if (d >= it->second) return false;
     }
     placed[it->second] = &st;
   }
@@ -560,6 +561,7 @@ bool Session::State::load_tables() {
     Step& st = g.steps.emplace_back();
     st.name = e.name;
     st.spec = e.table;
+    st.combination = e.combination;
     st.deps.assign(e.deps.begin(), e.deps.end());
     st.from_record = true;
   }

@@ -209,5 +209,54 @@ TEST_F(SessionTablesTest, WhatTheTablesAloneCannotAnswerIsReadWhole) {
       << bad.error().message();
 }
 
+// A graph made from the edited tables alone is the one reading the whole file gives,
+// step for step and in the same order; where it would not be, the file is read whole.
+TEST_F(SessionTablesTest, TheStepsComeInTheOrderReadingWholeGives) {
+  write(R"([[step]]
+name = "x"
+inputs = { i = "@z/o" }
+run = "cat {in.i} > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "t-{i}"
+foreach = { i = [1, 2] }
+run = "echo t > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "z"
+run = "echo z > {out.o}"
+outputs = ["o"]
+)");
+  auto names = [](const RunOutcome& r) {
+    std::string out;
+    for (const auto& s : r.report->steps) out += s.name + " ";
+    return out;
+  };
+  settle();
+  // x no longer reads z: it comes first now.
+  edit("inputs = { i = \"@z/o\" }\nrun = \"cat {in.i} > {out.o}\"", "run = \"echo x > {out.o}\"");
+  auto r = run();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->tables_read_again, 0u);
+  EXPECT_EQ(names(*r), "x t-1 t-2 z ");
+  // The foreach values in another order: so are the steps.
+  settle();
+  edit("i = [1, 2]", "i = [2, 1]");
+  r = run();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->tables_read_again, 0u);
+  EXPECT_EQ(names(*r), "x t-2 t-1 z ");
+  // An edit that keeps the graph's shape: read alone, in the same order.
+  settle();
+  edit("echo t >", "echo T >");
+  r = run();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->tables_read_again, 1u);
+  EXPECT_EQ(names(*r), "x t-2 t-1 z ");
+  EXPECT_EQ(result("t-1"), "T\n");
+}
+
 }  // namespace
 }  // namespace berth::pipeline

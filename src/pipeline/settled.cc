@@ -15,7 +15,7 @@
 //   racy-input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<hash> <len>:<path>
 //   result <dev> <ino> <size> <mtime ns> <len>:<path>             (any number)
 //   object <len>:<name>                                           (any number)
-//   step <offset> <length> <table> <d> <dep>... <n> <file>... <m> <object>...
+//   step <offset> <length> <table> <combination> <d> <dep>... <n> <file>... <m> <object>...
 //        <len>:<fingerprint> <len>:<name>
 //   steps <count> <bytes>
 //   end
@@ -233,7 +233,8 @@ Result<void> read_step_line(Reader& r, const Settled& s, size_t index, SettledSt
   auto fast = [&] {
     size_t n = 0;
     if (!(r.lit("step ") && r.num(e.offset) && r.ch(' ') && r.num(e.length) && r.ch(' ') &&
-          r.num(e.table) && r.ch(' ') && r.num(n) && n <= index)) {
+          r.num(e.table) && r.ch(' ') && r.num(e.combination) && r.ch(' ') && r.num(n) &&
+          n <= index)) {
       return false;
     }
     e.deps.resize(n);
@@ -261,6 +262,8 @@ Result<void> read_step_line(Reader& r, const Settled& s, size_t index, SettledSt
   BERTH_TRY(e.length, r.number<size_t>("a length"));
   BERTH_CHECK(r.space());
   BERTH_TRY(e.table, r.number<uint32_t>("a table's index"));
+  BERTH_CHECK(r.space());
+  BERTH_TRY(e.combination, r.number<uint32_t>("a foreach combination"));
   BERTH_CHECK(r.space());
   BERTH_TRY(size_t nd, r.number<size_t>("a count of steps read from"));
   if (nd > index) return r.error("at most as many steps read from as come before");
@@ -578,6 +581,8 @@ std::string encode_settled(const Settled& s) {
     out.num(e.length);
     out.put(' ');
     out.num(e.table);
+    out.put(' ');
+    out.num(e.combination);
     out.put(' ');
     out.num(e.deps.size());
     for (uint32_t d : e.deps) out.put(' '), out.num(d);

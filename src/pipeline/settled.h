@@ -41,7 +41,7 @@ namespace berth::pipeline {
 
 // Bump when the encoding or what a record means changes: an older record then simply
 // does not decode, and costs one ordinary run.
-inline constexpr int kSettledFormat = 5;
+inline constexpr int kSettledFormat = 6;
 
 struct SettledFile {
   std::string path;
@@ -77,6 +77,7 @@ struct SettledStep {
   size_t offset = 0;        // its entry ({...}) in the steps file
   size_t length = 0;
   uint32_t table = 0;       // the [[step]] table it was expanded from, from 0
+  uint32_t combination = 0;  // which of its foreach combinations (Step::combination)
   std::vector<uint32_t> deps;     // the entries of the steps it reads from, before it
   std::vector<uint32_t> files;    // indices into Settled::files: its inputs and results
   std::vector<uint32_t> objects;  // indices into Settled::objects: its outputs'

@@ -37,8 +37,8 @@ Settled sample() {
   s.objects = {"sha256:" + std::string(64, 'b')};
   s.tables = 3;
   s.globbed = {0, 2};
-  s.entries = {{"s", std::string(64, 'e'), 1, 600, 0, {}, {0, 2}, {0}},
-               {"t u", "", 602, 631, 2, {0}, {1, 3, 0}, {}}};
+  s.entries = {{"s", std::string(64, 'e'), 1, 600, 0, 0, {}, {0, 2}, {0}},
+               {"t u", "", 602, 631, 2, 5, {0}, {1, 3, 0}, {}}};
   s.steps = 2;
   s.steps_bytes = 1234;
   s.object_bytes = 1234;
@@ -135,7 +135,7 @@ TEST(Settled, OverridesMakeTheStepsFromTheObjectAndBack) {
   s.object_bytes = object.size();
   s.steps_bytes = steps.size();
   s.overrides = *o;
-  for (const auto& [offset, length] : spans) s.entries.push_back({"", "", offset, length, 0, {}, {}, {}});
+  for (const auto& [offset, length] : spans) s.entries.push_back({"", "", offset, length, 0, 0, {}, {}, {}});
   auto made = settled_steps_text(s, object);
   ASSERT_TRUE(made.ok()) << made.error().message();
   EXPECT_EQ(*made, steps);
@@ -257,58 +257,61 @@ TEST(Settled, DecodeNamesTheOffsetOfWhatIsWrong) {
   };
   std::vector<Case> cases = {
       {"", "at byte 0: expected 'berth-settled'"},
-      {"berth-settled 4\n", "format 4, expected 5"},
+      {"berth-settled 5\n", "format 5, expected 6"},
       {"berth-settled x\n", "at byte 14: expected the format version"},
       {good.substr(0, good.size() - 1), "expected 'end\n'"},
       {good + "x", "expected the end of the record"},
-      {"berth-settled 5\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
-      {"berth-settled 5\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
-      {"berth-settled 5\ncontext 0:\npipeline 0:\n", "at byte 27: expected 'base '"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\ninput 1 2 3 4 x 0:\n",
+      {"berth-settled 6\ncontext 99:abc\n", "at byte 27: expected 99 bytes of the context"},
+      {"berth-settled 6\ncontext +3:abc\n", "at byte 24: expected the length of the context"},
+      {"berth-settled 6\ncontext 0:\npipeline 0:\n", "at byte 27: expected 'base '"},
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\ninput 1 2 3 4 x 0:\n",
        "expected a ctime"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\nrequest 1 1 0\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\nrequest 1 1 0\n",
        "expected ' '"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\nbogus 1\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\nbogus 1\n",
        "expected 'steps '"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0 1\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\nrequest 1 1 0 1\n",
        "expected 'tables '"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
        "step 0 2 x 0 0 0 0: 1:s\n",
        "expected a table's index"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 3 2 2 1\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+       "step 0 2 0 -1 0 0 0: 1:s\n",
+       "expected a foreach combination"},
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 3 2 2 1\n",
        "expected a table's index, ascending, within the file's"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 3 1 3\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 3 1 3\n",
        "expected a table's index, ascending, within the file's"},
       // A step reads from steps named before it.
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
-       "step 0 2 0 1 0 0 0 0: 1:s\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+       "step 0 2 0 0 1 0 0 0 0: 1:s\n",
        "expected at most as many steps read from as come before"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
-       "step 0 2 0 0 0 0 0: 1:s\nstep 2 2 0 1 1 0 0 0: 1:t\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+       "step 0 2 0 0 0 0 0 0: 1:s\nstep 2 2 0 0 1 1 0 0 0: 1:t\n",
        "expected the index of a step named before"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
        "tool 99999999999999999999 \n",
        "expected an argument count"},
       // A racy input's hash is never empty: it would be written back as a plain input.
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
        "racy-input 1 2 3 4 5 0: 1:a\n",
        "expected a racy input's hash"},
       // A step names files and objects named before it, by index.
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
-       "input 1 2 3 4 5 1:a\nstep 0 2 0 0 1 1 0 0: 1:s\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+       "input 1 2 3 4 5 1:a\nstep 0 2 0 0 0 1 1 0 0: 1:s\n",
        "expected the index of a file named before"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
-       "step 0 2 0 0 0 1 0 0: 1:s\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+       "step 0 2 0 0 0 0 1 0 0: 1:s\n",
        "expected at most as many objects as the record names"},
       // Its entry lies within the steps.
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
-       "step 5 6 0 0 0 0 0: 1:s\nsteps 1 10 10\nend\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+       "step 5 6 0 0 0 0 0 0: 1:s\nsteps 1 10 10\nend\n",
        "step 's' lies outside the 10 bytes of the steps"},
       // An override lies within the object, and the object's length is given.
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n"
        "override 8 4 1:x\nsteps 0 7 10\nend\n",
        "an override of 4 bytes at 8 does not lie in order within the 10 bytes"},
-      {"berth-settled 5\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\nsteps 0 10\nend\n",
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\nsteps 0 10\nend\n",
        "expected ' '"},
   };
   for (const auto& c : cases) {
