@@ -774,6 +774,8 @@ Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, S
   Reader r(bytes);
   r.seek(entries_at);
   s.entries.clear();
+  // As many as the record says (each line is more than 16 bytes, whatever it says).
+  s.entries.reserve(std::min(s.steps, (bytes.size() - entries_at) / 16));
   while (r.peek_word() == "step") {
     SettledStep e;
     BERTH_CHECK(read_step_line(r, s, s.entries.size(), e));

@@ -38,6 +38,10 @@ expect_bad_input "hostfile: unreadable" "/nonexistent/hf" alloc --hostfile /none
 expect_bad_input "--host: bad slots" "--host" alloc --host a:x --env-file /dev/null
 expect_bad_input "--host: empty token" "--host" alloc --host a,,b --env-file /dev/null
 expect_bad_input "--simulate: malformed" "--simulate" alloc --simulate 3x --env-file /dev/null
+# berth run: an allocation that is wrong is said before the pipeline file is read, and
+# the run fails as alloc would.
+expect_bad_input "run: --host is said before the pipeline file" "--host: position 2" \
+  run "$T/no-such-pipeline.toml" --host 'a[1-' --env-file /dev/null
 expect_bad_input "--multiplier: zero" "--multiplier" alloc --simulate 1x1 --multiplier 0 --env-file /dev/null
 # Past 10^7 nodes in all: refused before any node is made (it used to abort the process).
 expect_bad_input "--multiplier: past ten million nodes" \
