@@ -341,8 +341,9 @@ struct TableDocuments {
   std::vector<toml::table> tables;
 };
 
-// Below this many [[step]] tables, one thread parses them all.
-constexpr size_t kTablesPerThread = 512;
+// Below this many [[step]] tables, one thread parses them all (a second thread costs
+// more to start than a few hundred tables take).
+constexpr size_t kTablesForTwoThreads = 1024;
 
 // Reads `text` table by table (split_step_tables()): its head alone, then each
 // [[step]] table alone, on two threads when there are many. nullopt when any piece
@@ -386,7 +387,7 @@ std::optional<PipelineFile> read_by_table(std::string_view text, const std::stri
     return true;
   };
   bool ok = true;
-  if (n >= 2 * kTablesPerThread) {
+  if (n >= kTablesForTwoThreads) {
     bool other_ok = true;
     std::thread other([&] { other_ok = read(n / 2, n); });
     ok = read(0, n / 2);
