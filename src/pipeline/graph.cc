@@ -427,7 +427,8 @@ namespace {
 // Step 1 of expand(): every [[step]] of `file` over its foreach product, in file order,
 // into `steps`, each "@step/output" reference left in `pending`; `by_name` indexes them.
 Result<void> expand_specs(PipelineFile& file, const FileExists& exists, std::vector<Step>& steps,
-                          std::vector<PendingRef>& pending, NameIndex& by_name) {
+                          std::vector<PendingRef>& pending, NameIndex& by_name,
+                          const std::function<bool(size_t, uint32_t)>* only = nullptr) {
   size_t total = 0;
   for (const StepSpec& s : file.steps) {
     std::optional<size_t> count = combinations(s);
@@ -446,6 +447,7 @@ Result<void> expand_specs(PipelineFile& file, const FileExists& exists, std::vec
     const size_t count = *combinations(s);
     BERTH_TRY(CompiledStep c, compile_step(file, s));
     for (size_t i = 0; i < count; ++i) {
+      if (only && !(*only)(s.index, static_cast<uint32_t>(i))) continue;
       values_of(*c.table, i, values);
       std::string name = c.name.expand_plain(values);
       if (auto problem = step_name_problem(name)) {
@@ -512,11 +514,12 @@ Result<Graph> expand(PipelineFile&& file, const FileExists& exists) {
 }
 
 Result<std::vector<Step>> expand_tables(PipelineFile&& file, const FileExists& exists,
-                                        const GraphPlaces& places) {
+                                        const GraphPlaces& places,
+                                        const std::function<bool(size_t, uint32_t)>* only) {
   std::vector<Step> steps;
   std::vector<PendingRef> pending;
   NameIndex by_name(StepName{&steps});
-  BERTH_CHECK(expand_specs(file, exists, steps, pending, by_name));
+  BERTH_CHECK(expand_specs(file, exists, steps, pending, by_name, only));
   // A reference to one of these steps is checked against its outputs; to any other
   // step, against the outputs `places` knows. Either way it names the step's place in
   // the whole graph.

@@ -168,8 +168,10 @@ Result<Graph> expand(PipelineFile&& file, const FileExists& exists);
 // as expand() checks them, in file order and not ordered by what they read: each
 // "@step/output" reference, to one of them or to any other step `places` knows, is
 // resolved to the step's index in the whole graph, and so are the deps. For a graph
-// whose other steps are known otherwise (Step::from_record).
-Result<std::vector<Step>> expand_tables(PipelineFile&& file, const FileExists& exists,
-                                        const GraphPlaces& places);
+// whose other steps are known otherwise (Step::from_record). With `only`, a table's
+// foreach combination is expanded only when only(table, combination) says so.
+Result<std::vector<Step>> expand_tables(
+    PipelineFile&& file, const FileExists& exists, const GraphPlaces& places,
+    const std::function<bool(size_t table, uint32_t combination)>* only = nullptr);
 
 }  // namespace berth::pipeline

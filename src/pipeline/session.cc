@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -300,7 +301,13 @@ struct Session::State {
   Result<void> load_graph();
   // The graph of an edited file from the settled record and the tables whose bytes
   // changed, parsed alone; false when that cannot be (load_graph() then reads it all).
-  bool load_tables();
+  // With `fresh` (the same bytes as the record's, some facts changed): the steps whose
+  // entries are marked are made afresh from their tables, every other from its entry.
+  bool load_tables(const std::vector<char>* fresh = nullptr);
+  // The steps of a run of the record's own bytes that cannot be reused: those whose
+  // facts changed and every step reading from one; false when that cannot be done
+  // table by table.
+  bool load_fresh();
   // Whether every step of a graph load_tables() made that it did not parse still rests
   // on facts that hold: else it could not be reused, and the file is read whole.
   bool tables_hold() const;
@@ -459,21 +466,25 @@ bool Session::State::decode_entries() {
   return entries_decoded;
 }
 
-bool Session::State::load_tables() {
-  if (!settled || same || !may_settle || settled->tables == 0) return false;
+bool Session::State::load_tables(const std::vector<char>* fresh) {
+  if (!settled || same != (fresh != nullptr) || !may_settle || settled->tables == 0) {
+    return false;
+  }
   // Both versions split alike, with the same head; which tables changed.
   auto now = split_step_tables(text);
-  auto old_text = settled_context_pipeline(settled->context);
-  auto old = old_text ? split_step_tables(*old_text) : std::nullopt;
+  auto old_text = same ? std::optional<std::string_view>(text)
+                       : settled_context_pipeline(settled->context);
+  auto old = same ? now : old_text ? split_step_tables(*old_text) : std::nullopt;
   if (!now || !old || now->tables.size() != settled->tables ||
       old->tables.size() != settled->tables ||
       old_text->substr(0, old->head) != std::string_view(text).substr(0, now->head)) {
     return false;
   }
   const size_t n = now->tables.size();
-  std::vector<char> again(n, 0);  // read alone again
+  std::vector<char> again(n, 0);  // read alone again, every step of it
+  std::vector<char> read(n, 0);   // read alone again, for some of its steps or all
   std::vector<size_t> which;
-  for (size_t k = 0; k < n; ++k) {
+  for (size_t k = 0; k < n && !same; ++k) {
     const TableSpan& was = old->tables[k];
     const TableSpan& is = now->tables[k];
     if (old_text->substr(was.offset, was.length) !=
@@ -484,22 +495,32 @@ bool Session::State::load_tables() {
   // A table that finds its values among the files may expand otherwise from the same
   // bytes: it is always read again.
   for (uint32_t k : settled->globbed) again[k] = 1;
-  for (size_t k = 0; k < n; ++k) {
-    if (again[k]) which.push_back(k);
-  }
-  if (which.empty() || which.size() > kMostTablesReadAgain) return false;
   if (!decode_entries()) return false;
   if (!recorded) recorded = recorded_steps();
   const auto& entries = settled->entries;
   if (!recorded || recorded->text.size() != entries.size()) return false;
+  if (fresh && fresh->size() != entries.size()) return false;
+  // The steps made afresh: every step of a table read again whole, and those asked for.
+  std::vector<char> made(entries.size(), 0);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].table >= n) return false;
+    made[i] = again[entries[i].table] || (fresh && (*fresh)[i]);
+    if (made[i]) read[entries[i].table] = 1;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (read[k]) which.push_back(k);
+  }
+  if (which.empty() || which.size() > kMostTablesReadAgain) return false;
   // The record's steps by name; which of them the tables read again expand to.
   std::unordered_map<std::string_view, size_t> at;
   at.reserve(entries.size());
   size_t expected = 0;
+  std::set<std::pair<size_t, uint32_t>> wanted;  // a table's combinations made afresh
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].table >= n) return false;
     at.emplace(entries[i].name, i);
-    if (again[entries[i].table]) ++expected;
+    if (!made[i]) continue;
+    ++expected;
+    if (!again[entries[i].table]) wanted.emplace(entries[i].table, entries[i].combination);
   }
   std::shared_ptr<const void> kept;
   auto part = read_step_tables(text, o.pipeline, *now, which, kept);
@@ -531,7 +552,11 @@ bool Session::State::load_tables() {
     }
     return names;
   };
-  auto expanded = expand_tables(std::move(*part), files::exists, places);
+  // Of a table read for some of its steps, only theirs.
+  std::function<bool(size_t, uint32_t)> only = [&again, &wanted](size_t table, uint32_t c) {
+    return again[table] || wanted.count({table, c}) > 0;
+  };
+  auto expanded = expand_tables(std::move(*part), files::exists, places, &only);
   if (!expanded.ok() || expanded->size() != expected) return false;
   // Each step of a table read again takes its own entry's place: the same name, table
   // and foreach combination, reading from the same steps (so the graph is the one
@@ -556,7 +581,7 @@ bool Session::State::load_tables() {
     }
     const SettledStep& e = entries[i];
     for (uint32_t d : e.deps) {
-      if (again[entries[d].table]) return false;
+      if (made[d]) return false;
     }
     Step& st = g.steps.emplace_back();
     st.name = e.name;
@@ -575,6 +600,22 @@ bool Session::State::load_tables() {
   for (size_t k = 0; k < n; ++k) same_tables[k] = !again[k];
   if (o.process_exits) document = std::move(kept);
   return true;
+}
+
+bool Session::State::load_fresh() {
+  if (!same || !check || !check->tools_same || !decode_entries()) return false;
+  const auto& entries = settled->entries;
+  std::vector<char> fresh(entries.size(), 0);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const SettledStep& e = entries[i];
+    for (uint32_t f : e.files) fresh[i] |= f >= check->file_ok.size() || !check->file_ok[f];
+    for (uint32_t ob : e.objects) {
+      fresh[i] |= ob >= check->object_ok.size() || !check->object_ok[ob];
+    }
+    // What reads a step made afresh is keyed again: made afresh too (deps come first).
+    for (uint32_t d : e.deps) fresh[i] |= fresh[d];
+  }
+  return load_tables(&fresh);
 }
 
 bool Session::State::tables_hold() const {
@@ -1134,6 +1175,8 @@ Result<RunOutcome> Session::run(int cancel_fd) {
       s.from_tables = false;
       BERTH_CHECK(s.load_graph());
     }
+    // The same bytes, some facts changed: the steps that must be keyed again, alone.
+    if (!s.graph && s.same && s.recorded) s.load_fresh();
     if (s.recorded) {
       reuse.emplace();
       reuse->record = &*s.settled;

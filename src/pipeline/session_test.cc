@@ -141,6 +141,33 @@ TEST_F(SessionTablesTest, AnEditedTableIsReadAloneAndTheOtherStepsComeFromTheRec
   EXPECT_EQ(result("b"), "a\nB\n");
 }
 
+// The same bytes, a fact changed: the steps that rest on it, and what reads them, are
+// made from their tables alone; every other step comes from the record.
+TEST_F(SessionTablesTest, AChangedFactRemakesItsStepsAndWhatReadsThemAlone) {
+  settle();
+  fs::remove(dir_ / "results" / "c" / "o");
+  auto r = run();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->tables_read_again, 2u) << "c's table, and g's, which globs";
+  EXPECT_EQ(step(*r, "c").state, StepState::kCached);
+  EXPECT_TRUE(step(*r, "c").recorded.empty()) << "looked up, not taken from its entry";
+  EXPECT_FALSE(step(*r, "a").recorded.empty());
+  EXPECT_EQ(result("c"), "c\n");
+
+  settle();
+  fs::remove(dir_ / "results" / "a" / "o");
+  r = run();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->tables_read_again, 3u) << "a's, b's (it reads a) and g's";
+  EXPECT_TRUE(step(*r, "a").recorded.empty());
+  EXPECT_TRUE(step(*r, "b").recorded.empty());
+  EXPECT_FALSE(step(*r, "c").recorded.empty());
+  EXPECT_EQ(result("a"), "a\n");
+  auto again = run();
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_TRUE(again->settled);
+}
+
 TEST_F(SessionTablesTest, AGlobTableIsReadAgainThoughItsBytesAreTheSame) {
   settle();
   EXPECT_EQ(result("g"), "x\n");
