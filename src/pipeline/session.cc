@@ -1184,6 +1184,18 @@ Result<RunOutcome> Session::run(int cancel_fd) {
       reuse->steps = s.recorded;
       reuse->verify_fingerprints = !s.same || !s.check->tools_same;
       if (s.check->tools_same) reuse->same_tables = std::move(s.same_tables);
+      // A table that finds its foreach values among the files may expand otherwise
+      // from the same bytes (one value, a name without it): its steps are reused only
+      // with their recorded fingerprints, the other tables' by name as before.
+      if (s.same && s.check->tools_same && !s.settled->globbed.empty()) {
+        size_t tables = 0;
+        for (const auto& e : s.settled->entries) tables = std::max<size_t>(tables, e.table + 1);
+        reuse->verify_fingerprints = true;
+        reuse->same_tables.assign(tables, 1);
+        for (uint32_t k : s.settled->globbed) {
+          if (k < tables) reuse->same_tables[k] = 0;
+        }
+      }
     }
     if (!s.graph) BERTH_CHECK(s.load_graph());
   }

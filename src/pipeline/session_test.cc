@@ -181,6 +181,17 @@ TEST_F(SessionTablesTest, AGlobTableIsReadAgainThoughItsBytesAreTheSame) {
   EXPECT_EQ(result("g"), "y\n");
 }
 
+// The file's bytes unchanged, only the files a glob finds: g expands otherwise.
+TEST_F(SessionTablesTest, AGlobFindingOtherFilesUnderTheSameBytesIsKeyedAgain) {
+  settle();
+  fs::rename(dir_ / "in" / "x.dat", dir_ / "in" / "y.dat");
+  auto r = run();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(step(*r, "g").state, StepState::kExecuted);
+  EXPECT_EQ(result("g"), "y\n");
+  EXPECT_FALSE(step(*r, "c").recorded.empty());
+}
+
 // Each of these cannot be answered from the edited tables alone: the file is read
 // whole, with the answer reading it whole always gave.
 TEST_F(SessionTablesTest, WhatTheTablesAloneCannotAnswerIsReadWhole) {
