@@ -309,7 +309,8 @@ struct Session::State {
   // table by table.
   bool load_fresh();
   // Whether every step of a graph load_tables() made that it did not parse still rests
-  // on facts that hold: else it could not be reused, and the file is read whole.
+  // on facts that hold (and every request still fits, every tool answers the same):
+  // else it could not be reused, and the file is read whole.
   bool tables_hold() const;
   // The record's entries, decoded once; false when they do not decode.
   bool decode_entries();
@@ -603,7 +604,11 @@ bool Session::State::load_tables(const std::vector<char>* fresh) {
 }
 
 bool Session::State::load_fresh() {
-  if (!same || !check || !check->tools_same || !decode_entries()) return false;
+  // Every request still fitting: a step taken from its entry is not checked against the
+  // pool, which reading the whole file would refuse the run for.
+  if (!same || !check || !check->tools_same || !check->requests_fit || !decode_entries()) {
+    return false;
+  }
   const auto& entries = settled->entries;
   std::vector<char> fresh(entries.size(), 0);
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -619,7 +624,7 @@ bool Session::State::load_fresh() {
 }
 
 bool Session::State::tables_hold() const {
-  if (!recorded || !check || !check->tools_same) return false;
+  if (!recorded || !check || !check->tools_same || !check->requests_fit) return false;
   for (const Step& st : graph->steps) {
     if (!st.from_record) continue;
     const SettledStep& e = settled->entries[&st - graph->steps.data()];

@@ -89,7 +89,7 @@ class SessionTablesTest : public ::testing::Test {
     o.pipeline = (dir_ / "pipeline.toml").string();
     o.engine_version = "berth test";
     SessionPlace place;
-    place.nodes = {place::PoolNode{"n0", {0, 1}, {}, std::nullopt}};
+    place.nodes = {place::PoolNode{"n0", cores_, {}, std::nullopt}};
     place.host = "n0";
     BERTH_TRY(auto session, Session::open(std::move(o), std::move(place), env_, {}));
     return session->run(-1);
@@ -112,6 +112,7 @@ class SessionTablesTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  std::vector<int> cores_ = {0, 1};
   Env env_ = Env::from_process();
 };
 
@@ -245,6 +246,36 @@ TEST_F(SessionTablesTest, WhatTheTablesAloneCannotAnswerIsReadWhole) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("pipeline.toml:"), std::string::npos)
       << bad.error().message();
+}
+
+// A step taken from its entry is not placed, but a pool it no longer fits refuses the
+// run as reading the whole file does.
+TEST_F(SessionTablesTest, APoolTooSmallForAStepNotReadAgainStillRefusesTheRun) {
+  write(R"([[step]]
+name = "big"
+cores = 2
+run = "echo big > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "small"
+run = "echo small > {out.o}"
+outputs = ["o"]
+)");
+  settle();
+  const std::string settled_text = text();
+  cores_ = {0};
+  edit("echo small", "echo SMALL");
+  auto edited = run();
+  ASSERT_FALSE(edited.ok());
+  EXPECT_NE(edited.error().message().find("big"), std::string::npos) << edited.error().message();
+  // The record's own bytes, a result removed.
+  write(settled_text);
+  fs::remove(dir_ / "results" / "small" / "o");
+  auto removed = run();
+  ASSERT_FALSE(removed.ok());
+  EXPECT_NE(removed.error().message().find("big"), std::string::npos)
+      << removed.error().message();
 }
 
 // A graph made from the edited tables alone is the one reading the whole file gives,
