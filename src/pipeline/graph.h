@@ -86,6 +86,10 @@ struct Step {
   size_t spec = 0;           // index of its [[step]] table in the file
   uint32_t combination = 0;  // which of the table's foreach combinations, in order (§3.1)
   bool shell = false;        // run: true (one word, a script for sh -c); cmd: false
+  // Known only by its entry in the settled record (settled.h): a step of a table not
+  // read again, in a graph made from a few of the file's tables (an edit's). It has
+  // its name, table, combination and deps, nothing else, and is reused, never run.
+  bool from_record = false;
   std::map<std::string, Input> inputs;
   const std::vector<std::string>& outputs = table->outputs;
   const std::map<std::string, std::string>& canonical = table->canonical;
@@ -101,10 +105,6 @@ struct Step {
   std::optional<int64_t> memory_cap_mb;
   std::optional<std::chrono::milliseconds> timeout;
   std::vector<size_t> deps;  // steps whose outputs this one reads; sorted, distinct
-  // Known only by its entry in the settled record (settled.h): a step of a table whose
-  // bytes did not change, in a graph made from an edited file's changed tables alone.
-  // It has its name, table and deps, nothing else, and is reused, never run.
-  bool from_record = false;
 
   Step() = default;
   explicit Step(std::shared_ptr<const StepTable> t) : table(std::move(t)) {}

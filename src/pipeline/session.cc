@@ -416,11 +416,18 @@ std::vector<char> Session::State::tables_as_recorded(const PipelineFile& file) c
   return as_recorded;
 }
 
+// A parsed file of more bytes than this is freed once read, even by a process about to
+// exit: its tree (a node per value, 10^6 of them for one foreach key) would stay
+// through the run, most of what a dry run of 10^6 steps peaks at, to save milliseconds
+// at exit.
+constexpr size_t kKeepDocumentBelow = 1 << 20;
+
 Result<void> Session::State::load_graph() {
   // Kept only to be left to the operating system with the rest (process_exits).
   std::shared_ptr<const void> kept;
   BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline, kept));
-  if (o.process_exits) document = std::move(kept);
+  if (o.process_exits && text.size() < kKeepDocumentBelow) document = std::move(kept);
+  kept.reset();
   tables = file.tables.size();
   if (settled && !same) same_tables = tables_as_recorded(file);
   globbed.clear();
