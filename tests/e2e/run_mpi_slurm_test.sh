@@ -15,14 +15,17 @@ mpicc.mpich -o "$T/probe_mpich" "$E2E/data/mpi/probe.c"
 cat >"$T/p.toml" <<X
 # Open MPI over emulated nodes needs TCP between its ranks (their shared-memory
 # transport assumes one node per host), over loopback: every emulated node is this
-# host at 127.0.0.1, and a rank that chose the VM's own eth0 address once failed to
-# connect to it (EINPROGRESS) and crashed in Open MPI's error path.
+# host at 127.0.0.1. About one run in ten, Open MPI 4.1's TCP transport fails a
+# connect between two ranks of this host (EINPROGRESS) and crashes in its error path,
+# whichever address it uses; the step is retried (spec 04 §2.3) rather than the test
+# failing for it.
 [[step]]
 name = "ompi"
 run = "$T/probe_ompi hello >> {out.o}"
 outputs = ["o"]
 tasks = 4
 nodes = 2
+retries = 2
 env = { OMPI_MCA_btl = "self,tcp", OMPI_MCA_btl_tcp_if_include = "lo", OMPI_ALLOW_RUN_AS_ROOT = "1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = "1" }
 
 [[step]]
