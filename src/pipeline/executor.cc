@@ -441,12 +441,7 @@ bool Executor::try_reuse(size_t i) {
   for (size_t dep : s.deps) {
     if (reused_from_[dep] < 0) return false;
   }
-  for (uint32_t f : e.files) {
-    if (f >= ru.check->file_ok.size() || !ru.check->file_ok[f]) return false;
-  }
-  for (uint32_t o : e.objects) {
-    if (o >= ru.check->object_ok.size() || !ru.check->object_ok[o]) return false;
-  }
+  if (!ru.check->holds(e)) return false;
   if (at >= ru.steps->text.size()) return false;
   std::string_view entry = ru.steps->text[at];
   if (entry.size() < 2 || entry.front() != '{' || entry.back() != '}') return false;

@@ -317,6 +317,11 @@ struct Session::State {
   // By table of `file`, read from `text`: 1 where its bytes are the settled record's
   // (SettledReuse::same_tables).
   std::vector<char> tables_as_recorded(const PipelineFile& file) const;
+  // By table, 1 where its bytes (at `now` in `text`, after a head of `head` bytes) are
+  // not the record's, or it is past the record's last; nullopt when the two versions do
+  // not split alike (another head, a record whose own file does not split as it says).
+  std::optional<std::vector<char>> changed_tables(size_t head,
+                                                  const std::vector<TableSpan>& now) const;
   place::VersionProbe& probe(std::optional<CaptureProbe>& own) {
     if (place.probe != nullptr) return *place.probe;
     own.emplace(env);
@@ -393,25 +398,36 @@ Session::~Session() {
 constexpr size_t kNearby = 4;
 constexpr size_t kAstrayBeforeTable = 64;
 
+std::optional<std::vector<char>> Session::State::changed_tables(
+    size_t head, const std::vector<TableSpan>& now) const {
+  // Both versions split alike: the same head, the record's as many tables as it says.
+  auto old_text = same ? std::optional<std::string_view>(text)
+                       : settled_context_pipeline(settled->context);
+  auto old = old_text ? split_step_tables(*old_text) : std::nullopt;
+  if (!old || old->tables.size() != settled->tables ||
+      old_text->substr(0, old->head) != std::string_view(text).substr(0, head)) {
+    return std::nullopt;
+  }
+  // A table past the record's last is new: changed.
+  std::vector<char> changed(now.size(), 1);
+  for (size_t k = 0; k < now.size() && k < old->tables.size(); ++k) {
+    const TableSpan& was = old->tables[k];
+    changed[k] = !same && old_text->substr(was.offset, was.length) !=
+                              std::string_view(text).substr(now[k].offset, now[k].length);
+  }
+  return changed;
+}
+
 std::vector<char> Session::State::tables_as_recorded(const PipelineFile& file) const {
   // Both versions of the file read table by table, and the same head: table k's steps
   // are what they were when its bytes are. Not a table whose foreach values are found
   // among the files present: the same bytes may expand to other steps.
-  std::vector<char> as_recorded;
-  if (settled->tables == 0 || file.tables.empty()) return as_recorded;
-  auto old_text = settled_context_pipeline(settled->context);
-  auto old = old_text ? split_step_tables(*old_text) : std::nullopt;
-  if (!old || old->tables.size() != settled->tables ||
-      old_text->substr(0, old->head) != std::string_view(text).substr(0, file.tables[0].offset)) {
-    return as_recorded;
-  }
-  as_recorded.resize(file.tables.size(), 0);
-  for (size_t k = 0; k < as_recorded.size() && k < old->tables.size(); ++k) {
-    const TableSpan& was = old->tables[k];
-    const TableSpan& now = file.tables[k];
-    as_recorded[k] = file.steps[k].foreach_globs.empty() &&
-                     old_text->substr(was.offset, was.length) ==
-                         std::string_view(text).substr(now.offset, now.length);
+  if (settled->tables == 0 || file.tables.empty()) return {};
+  auto changed = changed_tables(file.tables[0].offset, file.tables);
+  if (!changed) return {};
+  std::vector<char> as_recorded(file.tables.size(), 0);
+  for (size_t k = 0; k < as_recorded.size(); ++k) {
+    as_recorded[k] = file.steps[k].foreach_globs.empty() && !(*changed)[k];
   }
   return as_recorded;
 }
@@ -478,28 +494,14 @@ bool Session::State::load_tables(const std::vector<char>* fresh) {
   if (!settled || same != (fresh != nullptr) || !may_settle || settled->tables == 0) {
     return false;
   }
-  // Both versions split alike, with the same head; which tables changed.
+  // Which tables changed (none, with the record's own bytes).
   auto now = split_step_tables(text);
-  auto old_text = same ? std::optional<std::string_view>(text)
-                       : settled_context_pipeline(settled->context);
-  auto old = same ? now : old_text ? split_step_tables(*old_text) : std::nullopt;
-  if (!now || !old || now->tables.size() != settled->tables ||
-      old->tables.size() != settled->tables ||
-      old_text->substr(0, old->head) != std::string_view(text).substr(0, now->head)) {
-    return false;
-  }
+  auto changed = now ? changed_tables(now->head, now->tables) : std::nullopt;
+  if (!changed || now->tables.size() != settled->tables) return false;
   const size_t n = now->tables.size();
-  std::vector<char> again(n, 0);  // read alone again, every step of it
-  std::vector<char> read(n, 0);   // read alone again, for some of its steps or all
+  std::vector<char> again = std::move(*changed);  // read alone again, every step of it
+  std::vector<char> read(n, 0);  // read alone again, for some of its steps or all
   std::vector<size_t> which;
-  for (size_t k = 0; k < n && !same; ++k) {
-    const TableSpan& was = old->tables[k];
-    const TableSpan& is = now->tables[k];
-    if (old_text->substr(was.offset, was.length) !=
-        std::string_view(text).substr(is.offset, is.length)) {
-      again[k] = 1;
-    }
-  }
   // A table that finds its values among the files may expand otherwise from the same
   // bytes: it is always read again.
   for (uint32_t k : settled->globbed) again[k] = 1;
@@ -620,10 +622,7 @@ bool Session::State::load_fresh() {
   std::vector<char> fresh(entries.size(), 0);
   for (size_t i = 0; i < entries.size(); ++i) {
     const SettledStep& e = entries[i];
-    for (uint32_t f : e.files) fresh[i] |= f >= check->file_ok.size() || !check->file_ok[f];
-    for (uint32_t ob : e.objects) {
-      fresh[i] |= ob >= check->object_ok.size() || !check->object_ok[ob];
-    }
+    fresh[i] = !check->holds(e);
     // What reads a step made afresh is keyed again: made afresh too (deps come first).
     for (uint32_t d : e.deps) fresh[i] |= fresh[d];
   }
@@ -634,13 +633,7 @@ bool Session::State::tables_hold() const {
   if (!recorded || !check || !check->tools_same || !check->requests_fit) return false;
   for (const Step& st : graph->steps) {
     if (!st.from_record) continue;
-    const SettledStep& e = settled->entries[&st - graph->steps.data()];
-    for (uint32_t f : e.files) {
-      if (f >= check->file_ok.size() || !check->file_ok[f]) return false;
-    }
-    for (uint32_t ob : e.objects) {
-      if (ob >= check->object_ok.size() || !check->object_ok[ob]) return false;
-    }
+    if (!check->holds(settled->entries[&st - graph->steps.data()])) return false;
   }
   return true;
 }

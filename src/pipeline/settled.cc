@@ -785,6 +785,16 @@ Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, S
   return Ok{};
 }
 
+bool SettledCheck::holds(const SettledStep& e) const {
+  for (uint32_t f : e.files) {
+    if (f >= file_ok.size() || !file_ok[f]) return false;
+  }
+  for (uint32_t o : e.objects) {
+    if (o >= object_ok.size() || !object_ok[o]) return false;
+  }
+  return true;
+}
+
 SettledCheck check_settled(const Settled& s, const std::vector<place::PoolNode>& nodes,
                            store::ObjectStore& store, place::VersionProbe& probe,
                            bool stop_at_first) {

@@ -226,6 +226,8 @@ struct SettledCheck {
   std::optional<std::string> difference;
   // Racy inputs whose bytes were read again and found unchanged.
   size_t racy_verified = 0;
+  // Whether every file and object `e` rests on still holds.
+  bool holds(const SettledStep& e) const;
 };
 
 // Checks every fact of `s`, on two threads (`store` must allow concurrent has_object()
