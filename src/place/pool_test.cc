@@ -806,56 +806,70 @@ TEST(Pool, ConcurrentGrantsStayDisjoint) {
   std::atomic<int> conflicts{0};
   std::atomic<int> grants{0};
 
+  // Each thread makes its count of grants however the threads interleave: with a count
+  // of attempts instead, a thread that runs while the others sit on the pool's cores
+  // (one core, a loaded machine) is refused almost every time and the test proves
+  // little. A refused thread gives back its oldest grant, so no four threads can each
+  // hold part of the pool waiting for the rest.
+  constexpr int kGrantsPerThread = 100;
+  std::atomic<int> starved{0};
   auto worker = [&](unsigned seed) {
     std::mt19937 rng(seed);
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     std::deque<Grant> mine;
-    for (int i = 0; i < 400; ++i) {
-      if (mine.size() < 3) {
-        auto g = pool.grant(req(pick(1, 6), pick(1, 4), pick(0, 2)));
-        if (!g.ok() || !g->has_value()) continue;
-        ++grants;
+    auto give_back_oldest = [&] {
+      // Forget the cores before the pool frees them, or another thread could be
+      // granted them and find them still marked.
+      Grant g = mine.front();
+      mine.pop_front();
+      {
         std::lock_guard<std::mutex> lock(mu);
-        const Placement& p = (*g)->placement;
-        for (size_t n = 0; n < p.nodes.size(); ++n) {
-          for (int c : p.cores[n]) {
-            if (!owner.emplace(std::make_pair(p.nodes[n], c), (*g)->id).second) ++conflicts;
-          }
+        for (size_t n = 0; n < g.placement.nodes.size(); ++n) {
+          for (int c : g.placement.cores[n]) owner.erase({g.placement.nodes[n], c});
         }
-        for (const auto& gpu : p.gpu_ids) {
-          if (!gpu_owner.insert(gpu).second) ++conflicts;
-        }
-        mine.push_back(**g);
-      } else {
-        // Forget the cores before the pool frees them, or another thread could be
-        // granted them and find them still marked.
-        Grant g = mine.front();
-        mine.pop_front();
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          for (size_t n = 0; n < g.placement.nodes.size(); ++n) {
-            for (int c : g.placement.cores[n]) owner.erase({g.placement.nodes[n], c});
-          }
-          for (const auto& gpu : g.placement.gpu_ids) gpu_owner.erase(gpu);
-        }
-        pool.release(g.id);
+        for (const auto& gpu : g.placement.gpu_ids) gpu_owner.erase(gpu);
       }
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    for (const Grant& g : mine) {
-      for (size_t n = 0; n < g.placement.nodes.size(); ++n) {
-        for (int c : g.placement.cores[n]) owner.erase({g.placement.nodes[n], c});
-      }
-      for (const auto& gpu : g.placement.gpu_ids) gpu_owner.erase(gpu);
       pool.release(g.id);
+    };
+    int made = 0;
+    for (int attempt = 0; made < kGrantsPerThread; ++attempt) {
+      if (attempt == 100000) {
+        ++starved;
+        break;
+      }
+      if (mine.size() == 3) {
+        give_back_oldest();
+        continue;
+      }
+      auto g = pool.grant(req(pick(1, 6), pick(1, 4), pick(0, 2)));
+      if (!g.ok() || !g->has_value()) {
+        if (!mine.empty()) give_back_oldest();
+        std::this_thread::yield();
+        continue;
+      }
+      ++made;
+      ++grants;
+      std::lock_guard<std::mutex> lock(mu);
+      const Placement& p = (*g)->placement;
+      for (size_t n = 0; n < p.nodes.size(); ++n) {
+        for (int c : p.cores[n]) {
+          if (!owner.emplace(std::make_pair(p.nodes[n], c), (*g)->id).second) ++conflicts;
+        }
+      }
+      for (const auto& gpu : p.gpu_ids) {
+        if (!gpu_owner.insert(gpu).second) ++conflicts;
+      }
+      mine.push_back(**g);
     }
+    while (!mine.empty()) give_back_oldest();
   };
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < 4; ++t) threads.emplace_back(worker, 100 + t);
   for (auto& t : threads) t.join();
 
   EXPECT_EQ(conflicts.load(), 0);
-  EXPECT_GT(grants.load(), 100);
+  EXPECT_EQ(starved.load(), 0);
+  EXPECT_EQ(grants.load(), 4 * kGrantsPerThread);
   EXPECT_EQ(pool.held(), 0u);
   for (size_t n = 0; n < nodes.size(); ++n) EXPECT_EQ(pool.free_cores(n), range(0, 15));
 }
