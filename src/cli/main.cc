@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "cli/version.h"
+#include "topo/cpu_reader.h"
 
 namespace {
 
@@ -54,6 +55,8 @@ std::optional<std::vector<std::string>>& berth::cli::command_tail() {
 }
 
 int main(int argc, char** argv) {
+  // Before any thread: the hwloc reading may then change the environment for a moment.
+  berth::topo::HwlocCpuReader::leave_out_plugins();
   CLI::App app{"berth: run many pieces of work inside an HPC allocation", "berth"};
   app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION + " (commit " +
                                         BERTH_GIT_COMMIT + ")");

@@ -69,6 +69,17 @@ class SysfsCpuReader : public CpuReader {
 class HwlocCpuReader : public CpuReader {
  public:
   Result<CpuReading> read() const override;
+
+  // hwloc loads every plugin it has (PCI, OpenCL, GL displays through libX11, an XML
+  // reader through libxml2) when a process makes its first topology, whatever that
+  // topology then filters out: 1.6 ms of each run's start on the development VM, for
+  // objects this reading never keeps. After this call the reading keeps them out,
+  // through the variable hwloc reads for it (HWLOC_PLUGINS_BLACKLIST), set just around
+  // hwloc_topology_init and removed after it, so that no process berth starts sees
+  // it; not where the user set one of hwloc's plugin or component variables. It
+  // changes the process environment: call it only from a program that does so before
+  // any thread that reads the environment runs (the CLI, at start).
+  static void leave_out_plugins();
 };
 
 }  // namespace berth::topo

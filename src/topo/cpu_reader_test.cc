@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
 
 #include "topo/cores.h"
 #include "topo/fake_tree_for_test.h"
@@ -127,6 +133,85 @@ TEST(HwlocCpuReader, AgreesWithTheSysfsReaderOnThisNode) {
             select_cores(*s, std::nullopt).usable_core_ids);
   EXPECT_EQ(select_cores(*h, std::nullopt).threads_per_core,
             select_cores(*s, std::nullopt).threads_per_core);
+}
+
+// hwloc's PCI plugin, where the distribution installed it (libhwloc-plugins).
+bool pci_plugin_installed() {
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/hwloc", "/usr/lib/aarch64-linux-gnu/hwloc",
+                          "/usr/lib/hwloc", "/usr/lib64/hwloc"}) {
+    if (::access((std::string(dir) + "/hwloc_pci.so").c_str(), R_OK) == 0) return true;
+  }
+  return false;
+}
+
+// Each case reads in a process of its own (the reading is kept once per process, and
+// hwloc loads its plugins at a process's first topology): gtest's "threadsafe" death
+// tests start this binary again for the one test.
+void in_a_fresh_process(const std::function<bool()>& body) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::exit(body() ? 0 : 1), ::testing::ExitedWithCode(0), "");
+}
+
+// The reading, and what hwloc said of its plugins meanwhile (HWLOC_PLUGINS_VERBOSE:
+// "Plugin descriptor `hwloc_pci' ready", "Plugin `hwloc_pci' is blacklisted ...").
+std::string read_saying_plugins(bool* ok) {
+  for (const char* v : {"HWLOC_PLUGINS_PATH", "HWLOC_COMPONENTS"}) ::unsetenv(v);
+  ::setenv("HWLOC_PLUGINS_VERBOSE", "1", 1);
+  std::FILE* said = std::tmpfile();
+  int saved = ::dup(2);
+  ::dup2(::fileno(said), 2);
+  auto r = HwlocCpuReader().read();
+  ::dup2(saved, 2);
+  ::close(saved);
+  *ok = r.ok() && !r->allowed.empty();
+  std::string text;
+  std::rewind(said);
+  for (int c; (c = std::fgetc(said)) != EOF;) text += static_cast<char>(c);
+  std::fclose(said);
+  return text;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(HwlocCpuReaderDeathTest, LeavesOutThePluginsAndTheEnvironmentAsItWas) {
+  if (!pci_plugin_installed()) GTEST_SKIP() << "hwloc's plugins are not installed";
+  in_a_fresh_process([] {
+    ::unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    HwlocCpuReader::leave_out_plugins();
+    bool ok = false;
+    std::string said = read_saying_plugins(&ok);
+    return ok && has(said, "`hwloc_pci' is blacklisted") && !has(said, "`hwloc_pci' ready") &&
+           !has(said, "`hwloc_gl' ready") && !has(said, "`hwloc_opencl' ready") &&
+           !has(said, "`hwloc_xml_libxml' ready") &&
+           std::getenv("HWLOC_PLUGINS_BLACKLIST") == nullptr;
+  });
+}
+
+// Without leave_out_plugins() hwloc loads them (what the case above proves left out).
+TEST(HwlocCpuReaderDeathTest, LoadsThePluginsUnlessAsked) {
+  if (!pci_plugin_installed()) GTEST_SKIP() << "hwloc's plugins are not installed";
+  in_a_fresh_process([] {
+    ::unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    bool ok = false;
+    std::string said = read_saying_plugins(&ok);
+    return ok && has(said, "`hwloc_pci' ready");
+  });
+}
+
+// The user's own choice of plugins stands, and stays in the environment.
+TEST(HwlocCpuReaderDeathTest, KeepsTheUsersPluginChoice) {
+  if (!pci_plugin_installed()) GTEST_SKIP() << "hwloc's plugins are not installed";
+  in_a_fresh_process([] {
+    ::setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl", 1);
+    HwlocCpuReader::leave_out_plugins();
+    bool ok = false;
+    std::string said = read_saying_plugins(&ok);
+    const char* v = std::getenv("HWLOC_PLUGINS_BLACKLIST");
+    return ok && has(said, "`hwloc_gl' is blacklisted") && has(said, "`hwloc_pci' ready") &&
+           v != nullptr && std::string(v) == "hwloc_gl";
+  });
 }
 
 }  // namespace
