@@ -1,14 +1,13 @@
 #include "store/http.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <type_traits>
 
+#include "util/shared_library.h"
 #include "util/strings.h"
 
 namespace berth::store {
@@ -43,29 +42,18 @@ struct CurlApi {
 const CurlApi& curl() {
   static const CurlApi api = [] {
     CurlApi a;
-    void* lib = ::dlopen(kLibcurl, RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = ::dlerror();
-      a.error = fmt::format("cannot load {} (Debian: apt-get install libcurl4): {}", kLibcurl,
-                            why ? why : "unknown error");
-      return a;
-    }
-    auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-      if (fn == nullptr && a.error.empty()) {
-        a.error = fmt::format("{} has no {}", kLibcurl, name);
-      }
-    };
-    bind(a.global_init, "curl_global_init");
-    bind(a.easy_init, "curl_easy_init");
-    bind(a.easy_cleanup, "curl_easy_cleanup");
-    bind(a.easy_reset, "curl_easy_reset");
-    bind(a.easy_setopt, "curl_easy_setopt");
-    bind(a.easy_perform, "curl_easy_perform");
-    bind(a.easy_getinfo, "curl_easy_getinfo");
-    bind(a.easy_strerror, "curl_easy_strerror");
-    bind(a.slist_append, "curl_slist_append");
-    bind(a.slist_free_all, "curl_slist_free_all");
+    SharedLibrary lib(kLibcurl, "libcurl4");
+    lib.bind(a.global_init, "curl_global_init");
+    lib.bind(a.easy_init, "curl_easy_init");
+    lib.bind(a.easy_cleanup, "curl_easy_cleanup");
+    lib.bind(a.easy_reset, "curl_easy_reset");
+    lib.bind(a.easy_setopt, "curl_easy_setopt");
+    lib.bind(a.easy_perform, "curl_easy_perform");
+    lib.bind(a.easy_getinfo, "curl_easy_getinfo");
+    lib.bind(a.easy_strerror, "curl_easy_strerror");
+    lib.bind(a.slist_append, "curl_slist_append");
+    lib.bind(a.slist_free_all, "curl_slist_free_all");
+    a.error = lib.error();
     if (a.error.empty() && a.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
       a.error = "curl_global_init failed";
     }

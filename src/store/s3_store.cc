@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 
 #include "store/posix_io.h"
 #include "util/files.h"
+#include "util/libcrypto.h"
 #include "util/sha256.h"
 #include "util/strings.h"
 
@@ -136,7 +136,8 @@ std::optional<uint32_t> char_ref(std::string_view ref) {
 std::string md5_hex(std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), out, &len, EVP_md5(), nullptr) != 1) return "";
+  const LibCrypto& c = libcrypto();
+  if (c.EVP_Digest(data.data(), data.size(), out, &len, c.EVP_md5(), nullptr) != 1) return "";
   return to_hex(out, len);
 }
 

@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +21,7 @@
 #include "store/testing.h"
 #include "store/url.h"
 #include "util/files.h"
+#include "util/libcrypto.h"
 #include "util/sha256.h"
 #include "util/strings.h"
 
@@ -57,7 +57,7 @@ std::string percent_decode(std::string_view s) {
 std::string md5_hex(std::string_view s) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_Digest(s.data(), s.size(), out, &len, EVP_md5(), nullptr);
+  libcrypto().EVP_Digest(s.data(), s.size(), out, &len, libcrypto().EVP_md5(), nullptr);
   return to_hex(out, len);
 }
 

@@ -1,12 +1,10 @@
 #include "store/sigv4.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
 
+#include "util/libcrypto.h"
 #include "util/sha256.h"
 #include "util/strings.h"
 
@@ -88,9 +86,9 @@ std::string canonical_query(const Pairs& query) {
 std::string hmac_sha256(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(data.data()), data.size(), out,
-           &len) == nullptr) {
+  if (libcrypto().HMAC(libcrypto().EVP_sha256(), key.data(), static_cast<int>(key.size()),
+                       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out,
+                       &len) == nullptr) {
     std::abort();  // as in util/sha256.h: OpenSSL fails here only when out of memory
   }
   return std::string(reinterpret_cast<const char*>(out), len);

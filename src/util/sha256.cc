@@ -1,8 +1,8 @@
 #include "util/sha256.h"
 
-#include <openssl/evp.h>
-
 #include <cstdlib>
+
+#include "util/libcrypto.h"
 
 namespace berth {
 namespace {
@@ -12,8 +12,8 @@ namespace {
 // many small rows and keys berth hashes.
 const EVP_MD* sha256_md() {
   static const EVP_MD* md = [] {
-    const EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-    return fetched != nullptr ? fetched : EVP_sha256();
+    const EVP_MD* fetched = libcrypto().EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return fetched != nullptr ? fetched : libcrypto().EVP_sha256();
   }();
   return md;
 }
@@ -27,18 +27,18 @@ void check(int openssl_ok) {
 
 }  // namespace
 
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+Sha256::Sha256() : ctx_(libcrypto().EVP_MD_CTX_new()) {
   if (ctx_ == nullptr) std::abort();
-  check(EVP_DigestInit_ex(as_ctx(ctx_), sha256_md(), nullptr));
+  check(libcrypto().EVP_DigestInit_ex(as_ctx(ctx_), sha256_md(), nullptr));
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(as_ctx(ctx_)); }
+Sha256::~Sha256() { libcrypto().EVP_MD_CTX_free(as_ctx(ctx_)); }
 
 Sha256::Sha256(Sha256&& other) noexcept : ctx_(other.ctx_) { other.ctx_ = nullptr; }
 
 Sha256& Sha256::operator=(Sha256&& other) noexcept {
   if (this != &other) {
-    EVP_MD_CTX_free(as_ctx(ctx_));
+    libcrypto().EVP_MD_CTX_free(as_ctx(ctx_));
     ctx_ = other.ctx_;
     other.ctx_ = nullptr;
   }
@@ -47,15 +47,15 @@ Sha256& Sha256::operator=(Sha256&& other) noexcept {
 
 void Sha256::update(const void* data, size_t size) {
   if (size == 0) return;
-  check(EVP_DigestUpdate(as_ctx(ctx_), data, size));
+  check(libcrypto().EVP_DigestUpdate(as_ctx(ctx_), data, size));
 }
 
 Sha256::Digest Sha256::finish() {
   Digest d{};
   unsigned int len = 0;
-  check(EVP_DigestFinal_ex(as_ctx(ctx_), d.data(), &len));
+  check(libcrypto().EVP_DigestFinal_ex(as_ctx(ctx_), d.data(), &len));
   if (len != d.size()) std::abort();
-  check(EVP_DigestInit_ex(as_ctx(ctx_), sha256_md(), nullptr));
+  check(libcrypto().EVP_DigestInit_ex(as_ctx(ctx_), sha256_md(), nullptr));
   return d;
 }
 

@@ -1,0 +1,41 @@
+#include "util/libcrypto.h"
+
+#include <openssl/opensslv.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "util/shared_library.h"
+
+namespace berth {
+namespace {
+
+static_assert(OPENSSL_VERSION_MAJOR == 3, "libcrypto's soname below is OpenSSL 3's");
+constexpr const char* kLibcrypto = "libcrypto.so.3";
+
+}  // namespace
+
+const LibCrypto& libcrypto() {
+  static const LibCrypto api = [] {
+    LibCrypto c;
+    SharedLibrary lib(kLibcrypto, "libssl3");
+    lib.bind(c.EVP_MD_fetch, "EVP_MD_fetch");
+    lib.bind(c.EVP_sha256, "EVP_sha256");
+    lib.bind(c.EVP_md5, "EVP_md5");
+    lib.bind(c.EVP_MD_CTX_new, "EVP_MD_CTX_new");
+    lib.bind(c.EVP_MD_CTX_free, "EVP_MD_CTX_free");
+    lib.bind(c.EVP_DigestInit_ex, "EVP_DigestInit_ex");
+    lib.bind(c.EVP_DigestUpdate, "EVP_DigestUpdate");
+    lib.bind(c.EVP_DigestFinal_ex, "EVP_DigestFinal_ex");
+    lib.bind(c.EVP_Digest, "EVP_Digest");
+    lib.bind(c.HMAC, "HMAC");
+    if (!lib.error().empty()) {
+      std::fprintf(stderr, "berth: %s\n", lib.error().c_str());
+      std::abort();
+    }
+    return c;
+  }();
+  return api;
+}
+
+}  // namespace berth
