@@ -75,7 +75,7 @@ void write_json(const Allocation& a, const std::function<void(std::string_view)>
   using namespace std::string_view_literals;
   // Written straight into a buffer handed on every 64 KiB, as nlohmann's dump(2) lays
   // it out: building the tree first cost a node per field and 20 MB of string.
-  constexpr size_t kFlushAt = 64 * 1024;
+  constexpr size_t kFlushAt = 256 * 1024;
   std::string buf;
   buf.reserve(kFlushAt + 4096);
   auto flush = [&] {
