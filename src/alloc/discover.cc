@@ -227,9 +227,10 @@ Result<Allocation> discover(const Input& in) {
   }
   NodeTable table(in.local, in.options.keep_fqdn);
   table.reserve(found.count * factor);
-  const NodeSink insert = [&table](const NodeSpec& s) { table.insert(s); };
   if (found.each) {
-    found.each([&](const NodeSpec& s) { multiply(s, in.options.multiplier, insert); });
+    table.insert_all([&](const NodeSink& insert) {
+      found.each([&](const NodeSpec& s) { multiply(s, in.options.multiplier, insert); });
+    });
   }
   if (table.nodes().empty()) {
     return fail(Errc::kInvalidInput, fmt::format("the {} allocation has no nodes", a.owner));

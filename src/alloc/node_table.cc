@@ -1,6 +1,7 @@
 #include "alloc/node_table.h"
 
 #include <algorithm>
+#include <array>
 
 #include "util/memory.h"
 #include "util/strings.h"
@@ -131,6 +132,24 @@ std::pair<size_t, bool> NodeTable::insert(const NodeSpec& spec) {
   index_name(index, 0, !n.name.empty() && !shortened ? &probe : nullptr);
   for (size_t k = 0; k < aliases; ++k) index_name(index, static_cast<uint32_t>(k + 1));
   return {index, true};
+}
+
+void NodeTable::insert_all(const std::function<void(const NodeSink&)>& each) {
+  // The specs waiting to be inserted, oldest at `next`.
+  constexpr size_t kAhead = 8;
+  std::array<NodeSpec, kAhead> waiting;
+  size_t next = 0, held = 0;
+  each([&](const NodeSpec& s) {
+    by_name_.prefetch(s.name);
+    if (held < kAhead) {
+      waiting[(next + held++) % kAhead] = s;
+      return;
+    }
+    insert(waiting[next]);
+    waiting[next] = s;
+    next = (next + 1) % kAhead;
+  });
+  for (; held > 0; --held, next = (next + 1) % kAhead) insert(waiting[next]);
 }
 
 void NodeTable::set_slots(size_t index, int64_t slots) {
