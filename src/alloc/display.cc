@@ -73,7 +73,7 @@ bool append_plain_node(std::string& buf, const Node& n, bool first) {
 
 void write_json(const Allocation& a, const std::function<void(std::string_view)>& out) {
   using namespace std::string_view_literals;
-  // Written straight into a buffer handed on every 64 KiB, as nlohmann's dump(2) lays
+  // Written straight into a buffer handed on every 256 KiB, as nlohmann's dump(2) lays
   // it out: building the tree first cost a node per field and 20 MB of string.
   constexpr size_t kFlushAt = 256 * 1024;
   std::string buf;

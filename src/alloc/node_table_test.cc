@@ -89,5 +89,54 @@ TEST(NodeTable, IndicesAreArrivalOrderAndTotalCountsOnlyUpNodes) {
   EXPECT_EQ(p.find("b"), 1u);  // a filtered node keeps its index
 }
 
+// insert_all() inserts ahead of nothing: the same nodes, indices, slots and aliases as
+// insert() one by one, with duplicates closer together than its look-ahead (a node
+// and its short name two apart, an alias one apart), across it, and at the very end.
+TEST(NodeTable, InsertAllIsInsertInOrder) {
+  std::vector<NodeSpec> specs;
+  for (int i = 0; i < 40; ++i) specs.push_back(spec("n" + std::to_string(i), i + 1));
+  specs.insert(specs.begin() + 3, spec("n1.cluster.org", 50));  // n1 again, two on
+  NodeSpec by_alias = spec("other", 51);
+  by_alias.aliases = {"n5"};
+  specs.insert(specs.begin() + 7, by_alias);                    // n5 again, one on
+  specs.push_back(spec("n0", 52));                              // far behind
+  specs.push_back(spec("login1", 53));                          // the local host
+  specs.push_back(spec("localhost", 54));                       // the local host again
+  specs.push_back(spec("n39", 55));                             // the last spec a duplicate
+
+  NodeTable one_by_one(here(), false);
+  for (const NodeSpec& s : specs) one_by_one.insert(s);
+  NodeTable all(here(), false);
+  all.insert_all([&](const NodeSink& add) {
+    for (const NodeSpec& s : specs) add(s);
+  });
+  ASSERT_EQ(all.nodes().size(), one_by_one.nodes().size());
+  EXPECT_EQ(all.nodes().size(), 41u);  // n0..n39 and the local host
+  for (size_t i = 0; i < all.nodes().size(); ++i) {
+    const Node& a = all.nodes()[i];
+    const Node& b = one_by_one.nodes()[i];
+    EXPECT_EQ(a.index, b.index);
+    EXPECT_EQ(a.name, b.name) << i;
+    EXPECT_EQ(a.rawname, b.rawname) << i;
+    EXPECT_EQ(a.aliases, b.aliases) << i;
+    EXPECT_EQ(a.slots, b.slots) << i;
+    EXPECT_EQ(a.local, b.local) << i;
+  }
+  EXPECT_EQ(all.total_slots(), one_by_one.total_slots());
+  EXPECT_EQ(all.find("n1.cluster.org"), 1u);
+  EXPECT_EQ(all.find("other"), std::nullopt);  // a duplicate's own name reaches nothing
+  // Fewer nodes than the look-ahead, and none.
+  NodeTable few(here(), false);
+  few.insert_all([](const NodeSink& add) {
+    add(spec("a"));
+    add(spec("b"));
+  });
+  ASSERT_EQ(few.nodes().size(), 2u);
+  EXPECT_EQ(few.nodes()[1].name, "b");
+  NodeTable none(here(), false);
+  none.insert_all([](const NodeSink&) {});
+  EXPECT_TRUE(none.nodes().empty());
+}
+
 }  // namespace
 }  // namespace berth::alloc
