@@ -6,7 +6,7 @@
 namespace berth {
 
 SharedLibrary::SharedLibrary(const char* soname, std::string_view package) : soname_(soname) {
-  handle_ = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  handle_ = ::dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
   if (handle_ == nullptr) {
     const char* why = ::dlerror();
     error_ = fmt::format("cannot load {} (Debian: apt-get install {}): {}", soname, package,

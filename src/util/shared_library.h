@@ -3,9 +3,10 @@
 // s3:// store needs it) and libcrypto (only hashing does: `berth alloc` and a settled
 // no-op run hash nothing) are loaded so.
 //
-// Opened with dlopen(RTLD_NOW | RTLD_LOCAL) and never closed. A library that cannot be
-// opened, or lacks a function, is not usable: error() says why, naming the library and
-// the package that provides it.
+// Opened with dlopen(RTLD_LAZY | RTLD_LOCAL), as a linked library is bound (each function
+// when first called: libcrypto has thousands), and never closed. A library that cannot
+// be opened, or lacks a function bound here, is not usable: error() says why, naming the
+// library and the package that provides it.
 #pragma once
 
 #include <string>
