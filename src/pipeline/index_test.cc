@@ -352,22 +352,36 @@ TEST_F(IndexTest, DestructorCommitsOpenTransaction) {
   EXPECT_EQ(index->step_row("k"), "v");
 }
 
-TEST_F(IndexTest, TenThousandWritesInOneTransactionAreFast) {
+// Rows written between begin() and commit() are one transaction, not one each (the
+// difference between a run's 10^4 file hashes costing one fsync and 10^4): another
+// connection sees none of them before the commit and all of them after.
+TEST_F(IndexTest, TenThousandWritesBetweenBeginAndCommitAreOneTransaction) {
   auto index = open_ok();
-  auto start = std::chrono::steady_clock::now();
+  auto rows_seen_from_outside = [&] {
+    sqlite3* other = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(db_.c_str(), &other, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(other, "SELECT count(*) FROM files", -1, &q, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(other);
+    int64_t n = -1;
+    if (q != nullptr && sqlite3_step(q) == SQLITE_ROW) n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(other);
+    return n;
+  };
   ASSERT_TRUE(index->begin().ok());
   for (int i = 0; i < 10000; ++i) {
     FileStamp st{1, static_cast<uint64_t>(i), i, i, i};
     index->remember_file("data/file-" + std::to_string(i), st, "sha256:" + std::to_string(i));
   }
+  EXPECT_EQ(rows_seen_from_outside(), 0);
   ASSERT_TRUE(index->commit().ok());
+  EXPECT_EQ(rows_seen_from_outside(), 10000);
   for (int i = 0; i < 10000; ++i) {
     FileStamp st{1, static_cast<uint64_t>(i), i, i, i};
     ASSERT_EQ(index->file_hash("data/file-" + std::to_string(i), st),
               "sha256:" + std::to_string(i));
   }
-  auto elapsed = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(elapsed, std::chrono::seconds(1));
   EXPECT_EQ(index->write_errors(), 0u);
 }
 
