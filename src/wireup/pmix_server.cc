@@ -27,6 +27,7 @@
 #include <optional>
 #include <thread>
 
+#include "util/shared_library.h"
 #include "util/signals.h"
 
 namespace berth::wireup {
@@ -80,33 +81,89 @@ void* expect(const std::shared_ptr<Completion>& c) {
   return new std::shared_ptr<Completion>(c);
 }
 
-std::string status_text(pmix_status_t s) { return fmt::format("{} ({})", PMIx_Error_string(s), s); }
+// libpmix, loaded when the first PMIx server starts rather than linked: linked, it and
+// what it needs (libevent, libmunge) cost every berth process about 0.7 ms of
+// start-up on the development VM, and only a job wired up with PMIx starts a server.
+// The functions berth calls, declared as pmix.h and pmix_server.h declare them.
+struct LibPmix {
+  decltype(&::PMIx_Info_list_add) PMIx_Info_list_add = nullptr;
+  decltype(&::PMIx_Data_array_destruct) PMIx_Data_array_destruct = nullptr;
+  decltype(&::PMIx_Info_list_convert) PMIx_Info_list_convert = nullptr;
+  decltype(&::PMIx_server_setup_fork) PMIx_server_setup_fork = nullptr;
+  decltype(&::PMIx_server_register_nspace) PMIx_server_register_nspace = nullptr;
+  decltype(&::PMIx_server_register_client) PMIx_server_register_client = nullptr;
+  decltype(&::PMIx_server_init) PMIx_server_init = nullptr;
+  decltype(&::PMIx_server_finalize) PMIx_server_finalize = nullptr;
+  decltype(&::PMIx_server_deregister_nspace) PMIx_server_deregister_nspace = nullptr;
+  decltype(&::PMIx_server_deregister_client) PMIx_server_deregister_client = nullptr;
+  decltype(&::PMIx_generate_regex) PMIx_generate_regex = nullptr;
+  decltype(&::PMIx_generate_ppn) PMIx_generate_ppn = nullptr;
+  decltype(&::PMIx_Info_list_start) PMIx_Info_list_start = nullptr;
+  decltype(&::PMIx_Info_list_release) PMIx_Info_list_release = nullptr;
+  decltype(&::PMIx_Error_string) PMIx_Error_string = nullptr;
+  std::string error;  // why it is not usable; empty when it is
+};
+
+const LibPmix& libpmix() {
+  static const LibPmix api = [] {
+    LibPmix p;
+    SharedLibrary lib(BERTH_LIBPMIX, "libpmix2");
+    lib.bind(p.PMIx_Info_list_add, "PMIx_Info_list_add");
+    lib.bind(p.PMIx_Data_array_destruct, "PMIx_Data_array_destruct");
+    lib.bind(p.PMIx_Info_list_convert, "PMIx_Info_list_convert");
+    lib.bind(p.PMIx_server_setup_fork, "PMIx_server_setup_fork");
+    lib.bind(p.PMIx_server_register_nspace, "PMIx_server_register_nspace");
+    lib.bind(p.PMIx_server_register_client, "PMIx_server_register_client");
+    lib.bind(p.PMIx_server_init, "PMIx_server_init");
+    lib.bind(p.PMIx_server_finalize, "PMIx_server_finalize");
+    lib.bind(p.PMIx_server_deregister_nspace, "PMIx_server_deregister_nspace");
+    lib.bind(p.PMIx_server_deregister_client, "PMIx_server_deregister_client");
+    lib.bind(p.PMIx_generate_regex, "PMIx_generate_regex");
+    lib.bind(p.PMIx_generate_ppn, "PMIx_generate_ppn");
+    lib.bind(p.PMIx_Info_list_start, "PMIx_Info_list_start");
+    lib.bind(p.PMIx_Info_list_release, "PMIx_Info_list_release");
+    lib.bind(p.PMIx_Error_string, "PMIx_Error_string");
+    p.error = lib.error();
+    return p;
+  }();
+  return api;
+}
+
+std::string status_text(pmix_status_t s) {
+  return fmt::format("{} ({})", libpmix().PMIx_Error_string(s), s);
+}
 
 // An info list built with libpmix's own list API; convert() hands its array out.
 class InfoList {
  public:
-  InfoList() : list_(PMIx_Info_list_start()) {}
-  ~InfoList() { PMIx_Info_list_release(list_); }
+  InfoList() : list_(libpmix().PMIx_Info_list_start()) {}
+  ~InfoList() { libpmix().PMIx_Info_list_release(list_); }
   InfoList(const InfoList&) = delete;
   InfoList& operator=(const InfoList&) = delete;
 
-  void u32(const char* key, uint32_t v) { PMIx_Info_list_add(list_, key, &v, PMIX_UINT32); }
-  void u16(const char* key, uint16_t v) { PMIx_Info_list_add(list_, key, &v, PMIX_UINT16); }
-  void rank(const char* key, pmix_rank_t v) { PMIx_Info_list_add(list_, key, &v, PMIX_PROC_RANK); }
-  void flag(const char* key, bool v) { PMIx_Info_list_add(list_, key, &v, PMIX_BOOL); }
+  void u32(const char* key, uint32_t v) {
+    libpmix().PMIx_Info_list_add(list_, key, &v, PMIX_UINT32);
+  }
+  void u16(const char* key, uint16_t v) {
+    libpmix().PMIx_Info_list_add(list_, key, &v, PMIX_UINT16);
+  }
+  void rank(const char* key, pmix_rank_t v) {
+    libpmix().PMIx_Info_list_add(list_, key, &v, PMIX_PROC_RANK);
+  }
+  void flag(const char* key, bool v) { libpmix().PMIx_Info_list_add(list_, key, &v, PMIX_BOOL); }
   void str(const char* key, const std::string& v) {
-    PMIx_Info_list_add(list_, key, v.c_str(), PMIX_STRING);
+    libpmix().PMIx_Info_list_add(list_, key, v.c_str(), PMIX_STRING);
   }
   // A nested array (PMIX_PROC_DATA, PMIX_APP_INFO, PMIX_NODE_INFO): copied in.
   void array(const char* key, InfoList& inner) {
     pmix_data_array_t darray;
-    PMIx_Info_list_convert(inner.list_, &darray);
-    PMIx_Info_list_add(list_, key, &darray, PMIX_DATA_ARRAY);
-    PMIx_Data_array_destruct(&darray);
+    libpmix().PMIx_Info_list_convert(inner.list_, &darray);
+    libpmix().PMIx_Info_list_add(list_, key, &darray, PMIX_DATA_ARRAY);
+    libpmix().PMIx_Data_array_destruct(&darray);
   }
   pmix_data_array_t convert() {
     pmix_data_array_t darray;
-    PMIx_Info_list_convert(list_, &darray);
+    libpmix().PMIx_Info_list_convert(list_, &darray);
     return darray;
   }
 
@@ -332,6 +389,10 @@ pmix_server_module_t g_module = make_module();
 // ---- the server ----------------------------------------------------------------------
 
 Result<void> Server::start() {
+  if (!libpmix().error.empty()) {
+    return fail(Errc::kUnsupported,
+                fmt::format("the PMIx server did not start: {}", libpmix().error));
+  }
   InfoList info;
   info.str(PMIX_SERVER_TMPDIR, tmpdir_);
   info.str(PMIX_SYSTEM_TMPDIR, tmpdir_);
@@ -349,9 +410,9 @@ Result<void> Server::start() {
   pmix_status_t rc;
   {
     SignalsBlocked blocked;  // libpmix's progress thread takes none of berth's signals
-    rc = PMIx_server_init(&g_module, static_cast<pmix_info_t*>(arr.array), arr.size);
+    rc = libpmix().PMIx_server_init(&g_module, static_cast<pmix_info_t*>(arr.array), arr.size);
   }
-  PMIx_Data_array_destruct(&arr);
+  libpmix().PMIx_Data_array_destruct(&arr);
   if (rc != PMIX_SUCCESS) {
     return fail(Errc::kUnsupported,
                 fmt::format("the PMIx server did not start: {}", status_text(rc)));
@@ -399,10 +460,10 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
   }
   char* regex = nullptr;
   char* procs = nullptr;
-  if (PMIx_generate_regex(nodes.c_str(), &regex) == PMIX_SUCCESS && regex != nullptr) {
+  if (libpmix().PMIx_generate_regex(nodes.c_str(), &regex) == PMIX_SUCCESS && regex != nullptr) {
     job.str(PMIX_NODE_MAP, take(regex));
   }
-  if (PMIx_generate_ppn(ppn.c_str(), &procs) == PMIX_SUCCESS && procs != nullptr) {
+  if (libpmix().PMIx_generate_ppn(ppn.c_str(), &procs) == PMIX_SUCCESS && procs != nullptr) {
     job.str(PMIX_PROC_MAP, take(procs));
   }
   // This node's part: the server serves only this node, the job's first.
@@ -448,9 +509,9 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
   pmix_nspace_t ns;
   PMIX_LOAD_NSPACE(ns, map.id.c_str());
   void* cb = expect(done);
-  pmix_status_t rc = PMIx_server_register_nspace(ns, static_cast<int>(local.size()),
-                                                 static_cast<pmix_info_t*>(info.array), info.size,
-                                                 Completion::done, cb);
+  pmix_status_t rc = libpmix().PMIx_server_register_nspace(ns, static_cast<int>(local.size()),
+                                                           static_cast<pmix_info_t*>(info.array),
+                                                           info.size, Completion::done, cb);
   if (rc != PMIX_SUCCESS) Completion::done(rc, cb);
   const uid_t uid = ::geteuid();
   const gid_t gid = ::getegid();
@@ -459,7 +520,7 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
     PMIX_LOAD_PROCID(&proc, ns, static_cast<pmix_rank_t>(r));
     void* ccb = expect(done);
     pmix_status_t crc =
-        PMIx_server_register_client(&proc, uid, gid, nullptr, Completion::done, ccb);
+        libpmix().PMIx_server_register_client(&proc, uid, gid, nullptr, Completion::done, ccb);
     if (crc != PMIX_SUCCESS) Completion::done(crc, ccb);
   }
   // Each rank's environment: libpmix's, then what tells Open MPI 4.1 that a runtime
@@ -474,7 +535,7 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
     pmix_proc_t proc;
     PMIX_LOAD_PROCID(&proc, ns, static_cast<pmix_rank_t>(r));
     char** env = nullptr;
-    fork_rc = PMIx_server_setup_fork(&proc, &env);
+    fork_rc = libpmix().PMIx_server_setup_fork(&proc, &env);
     if (fork_rc != PMIX_SUCCESS) {
       fork_rank = r;
       break;
@@ -499,7 +560,7 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
   // The registration is complete before any rank can start: a client must find its
   // namespace when it connects. libpmix reads `info` until then.
   rc = done->wait();
-  PMIx_Data_array_destruct(&info);
+  libpmix().PMIx_Data_array_destruct(&info);
   if (rc != PMIX_SUCCESS) {
     remove_job(map.id);
     return fail(Errc::kUnsupported,
@@ -521,12 +582,12 @@ void Server::deregister(const std::string& id, int size) {
   for (int r = 0; r < size; ++r) {
     pmix_proc_t proc;
     PMIX_LOAD_PROCID(&proc, ns, static_cast<pmix_rank_t>(r));
-    PMIx_server_deregister_client(&proc, Completion::done, expect(done));
+    libpmix().PMIx_server_deregister_client(&proc, Completion::done, expect(done));
   }
   // Not waited for: the job is already out of the table, so no upcall reaches its sink
   // whatever libpmix still does, and its id is never used again. Waiting cost every job
   // two hand-offs to libpmix's thread and back (bench/launch, "wire-up").
-  PMIx_server_deregister_nspace(ns, Completion::done, expect(done));
+  libpmix().PMIx_server_deregister_nspace(ns, Completion::done, expect(done));
 }
 
 void Server::remove_job(const std::string& id) {
@@ -575,7 +636,7 @@ Result<PmixServer*> PmixServer::instance(const std::string& tmp_root) {
     auto state = std::make_shared<std::pair<std::mutex, std::condition_variable>>();
     auto finished = std::make_shared<bool>(false);
     std::thread t([state, finished] {
-      PMIx_server_finalize();
+      libpmix().PMIx_server_finalize();
       std::lock_guard<std::mutex> l(state->first);
       *finished = true;
       state->second.notify_all();
