@@ -10,8 +10,68 @@
 #include <cstring>
 #include <limits>
 
+#include "util/shared_library.h"
+
 namespace berth::pipeline {
 namespace {
+
+// libsqlite3, loaded when the first index is opened rather than linked: linked, it
+// cost every berth process about 0.5 ms of start-up on the development VM (a hello
+// world linked against it: 1.5 ms against 1.0), and only a run keeps an index. The
+// functions the index calls, declared as sqlite3.h declares them.
+struct LibSqlite {
+  decltype(&::sqlite3_bind_blob) bind_blob = nullptr;
+  decltype(&::sqlite3_bind_int64) bind_int64 = nullptr;
+  decltype(&::sqlite3_bind_text) bind_text = nullptr;
+  decltype(&::sqlite3_busy_timeout) busy_timeout = nullptr;
+  decltype(&::sqlite3_clear_bindings) clear_bindings = nullptr;
+  decltype(&::sqlite3_close_v2) close_v2 = nullptr;
+  decltype(&::sqlite3_column_blob) column_blob = nullptr;
+  decltype(&::sqlite3_column_bytes) column_bytes = nullptr;
+  decltype(&::sqlite3_column_int64) column_int64 = nullptr;
+  decltype(&::sqlite3_column_text) column_text = nullptr;
+  decltype(&::sqlite3_errmsg) errmsg = nullptr;
+  decltype(&::sqlite3_errstr) errstr = nullptr;
+  decltype(&::sqlite3_exec) exec = nullptr;
+  decltype(&::sqlite3_finalize) finalize = nullptr;
+  decltype(&::sqlite3_get_autocommit) get_autocommit = nullptr;
+  decltype(&::sqlite3_open_v2) open_v2 = nullptr;
+  decltype(&::sqlite3_prepare_v2) prepare_v2 = nullptr;
+  decltype(&::sqlite3_prepare_v3) prepare_v3 = nullptr;
+  decltype(&::sqlite3_reset) reset = nullptr;
+  decltype(&::sqlite3_step) step = nullptr;
+  std::string error;  // why it is not usable; empty when it is
+};
+
+const LibSqlite& sqlite() {
+  static const LibSqlite api = [] {
+    LibSqlite l;
+    SharedLibrary lib("libsqlite3.so.0", "libsqlite3-0");
+    lib.bind(l.bind_blob, "sqlite3_bind_blob");
+    lib.bind(l.bind_int64, "sqlite3_bind_int64");
+    lib.bind(l.bind_text, "sqlite3_bind_text");
+    lib.bind(l.busy_timeout, "sqlite3_busy_timeout");
+    lib.bind(l.clear_bindings, "sqlite3_clear_bindings");
+    lib.bind(l.close_v2, "sqlite3_close_v2");
+    lib.bind(l.column_blob, "sqlite3_column_blob");
+    lib.bind(l.column_bytes, "sqlite3_column_bytes");
+    lib.bind(l.column_int64, "sqlite3_column_int64");
+    lib.bind(l.column_text, "sqlite3_column_text");
+    lib.bind(l.errmsg, "sqlite3_errmsg");
+    lib.bind(l.errstr, "sqlite3_errstr");
+    lib.bind(l.exec, "sqlite3_exec");
+    lib.bind(l.finalize, "sqlite3_finalize");
+    lib.bind(l.get_autocommit, "sqlite3_get_autocommit");
+    lib.bind(l.open_v2, "sqlite3_open_v2");
+    lib.bind(l.prepare_v2, "sqlite3_prepare_v2");
+    lib.bind(l.prepare_v3, "sqlite3_prepare_v3");
+    lib.bind(l.reset, "sqlite3_reset");
+    lib.bind(l.step, "sqlite3_step");
+    l.error = lib.error();
+    return l;
+  }();
+  return api;
+}
 
 constexpr const char* kSchema = R"(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -46,11 +106,11 @@ bool is_damage(int rc) {
 
 // Why a file must be rebuilt, when a statement on it returned a damage code.
 std::string damage_reason(int rc) {
-  return std::string("not a readable database (") + sqlite3_errstr(rc) + ")";
+  return std::string("not a readable database (") + sqlite().errstr(rc) + ")";
 }
 
 Error sqlite_error(const std::string& path, sqlite3* db, const std::string& what) {
-  return Error(Errc::kIo, "index " + path + ": " + what + ": " + sqlite3_errmsg(db));
+  return Error(Errc::kIo, "index " + path + ": " + what + ": " + sqlite().errmsg(db));
 }
 
 // The outcome of one attempt to open and check the file: a usable database, or a reason
@@ -61,25 +121,25 @@ struct Attempt {
 };
 
 // Runs `sql` (no rows wanted). Returns the SQLite result code.
-int exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr); }
+int exec(sqlite3* db, const char* sql) { return sqlite().exec(db, sql, nullptr, nullptr, nullptr); }
 
 // Checks the schema inside the open transaction, creating it in an empty database.
 // Returns a rebuild reason, "" when the schema is usable, or an error.
 Result<std::string> check_schema(const std::string& path, sqlite3* db) {
   sqlite3_stmt* st = nullptr;
-  int rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, nullptr);
-  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  int rc = sqlite().prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite().step(st);
   if (is_damage(rc)) {
-    sqlite3_finalize(st);
+    sqlite().finalize(st);
     return damage_reason(rc);
   }
   if (rc != SQLITE_ROW) {
     Error e = sqlite_error(path, db, "reading the schema");
-    sqlite3_finalize(st);
+    sqlite().finalize(st);
     return e;
   }
-  int64_t objects = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
+  int64_t objects = sqlite().column_int64(st, 0);
+  sqlite().finalize(st);
 
   if (objects == 0) {
     std::string sql = std::string(kSchema) + "INSERT INTO meta VALUES ('schema', '" +
@@ -90,21 +150,21 @@ Result<std::string> check_schema(const std::string& path, sqlite3* db) {
     return std::string();
   }
 
-  rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema'", -1, &st, nullptr);
+  rc = sqlite().prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema'", -1, &st, nullptr);
   if (rc != SQLITE_OK) {
     // The usual cause is "no such table: meta": something else's database, or a
     // half-created one. Either way it is not ours to keep.
-    std::string reason = std::string("no schema version (") + sqlite3_errmsg(db) + ")";
-    sqlite3_finalize(st);
+    std::string reason = std::string("no schema version (") + sqlite().errmsg(db) + ")";
+    sqlite().finalize(st);
     return reason;
   }
-  rc = sqlite3_step(st);
+  rc = sqlite().step(st);
   std::string version;
   if (rc == SQLITE_ROW) {
-    const unsigned char* text = sqlite3_column_text(st, 0);
+    const unsigned char* text = sqlite().column_text(st, 0);
     if (text != nullptr) version = reinterpret_cast<const char*>(text);
   }
-  sqlite3_finalize(st);
+  sqlite().finalize(st);
   if (is_damage(rc)) return damage_reason(rc);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sqlite_error(path, db, "reading meta");
   if (rc == SQLITE_DONE) return std::string("no schema version in meta");
@@ -116,22 +176,22 @@ Result<std::string> check_schema(const std::string& path, sqlite3* db) {
 
 Result<Attempt> attempt(const std::string& path, const IndexOptions& options) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  int rc = sqlite().open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (rc != SQLITE_OK) {
-    std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    sqlite3_close_v2(db);
+    std::string msg = db != nullptr ? sqlite().errmsg(db) : sqlite().errstr(rc);
+    sqlite().close_v2(db);
     if (is_damage(rc)) return Attempt{nullptr, "not a readable database (" + msg + ")"};
     return fail(Errc::kIo, "index " + path + ": open: " + msg);
   }
   auto give_up = [&](Error e) -> Result<Attempt> {
-    sqlite3_close_v2(db);
+    sqlite().close_v2(db);
     return e;
   };
   auto rebuild = [&](std::string reason) -> Result<Attempt> {
-    sqlite3_close_v2(db);
+    sqlite().close_v2(db);
     return Attempt{nullptr, std::move(reason)};
   };
-  sqlite3_busy_timeout(db, options.busy_timeout_ms);
+  sqlite().busy_timeout(db, options.busy_timeout_ms);
 
   // The first statement that reads the file is where a non-database shows itself.
   // WAL: readers never block the writer, and a commit is an append rather than a
@@ -217,6 +277,7 @@ Result<FileStamp> FileStamp::at(int dirfd, const char* path) {
 }
 
 Result<std::unique_ptr<Index>> Index::open(const std::string& path, const IndexOptions& options) {
+  if (!sqlite().error.empty()) return fail(Errc::kIo, "index " + path + ": " + sqlite().error);
   BERTH_TRY(Attempt first, attempt(path, options));
   std::string reason = first.rebuild_reason;
   sqlite3* db = first.db;
@@ -256,17 +317,17 @@ Index::Index(std::string path, sqlite3* db, std::string rebuilt_reason)
     : path_(std::move(path)), db_(db), rebuilt_reason_(std::move(rebuilt_reason)) {}
 
 Index::~Index() {
-  if (txn_depth_ > 0) sqlite3_step(stmts_[kCommit]);
-  for (sqlite3_stmt* st : stmts_) sqlite3_finalize(st);
-  sqlite3_close_v2(db_);
+  if (txn_depth_ > 0) sqlite().step(stmts_[kCommit]);
+  for (sqlite3_stmt* st : stmts_) sqlite().finalize(st);
+  sqlite().close_v2(db_);
   // A damaged file would only be found damaged again; the next open() starts afresh.
   if (corrupt_) (void)remove_files(path_);
 }
 
 Result<void> Index::prepare_all() {
   for (int i = 0; i < kStmtCount; ++i) {
-    if (sqlite3_prepare_v3(db_, kStatements[i], -1, SQLITE_PREPARE_PERSISTENT, &stmts_[i],
-                           nullptr) != SQLITE_OK) {
+    if (sqlite().prepare_v3(db_, kStatements[i], -1, SQLITE_PREPARE_PERSISTENT, &stmts_[i],
+                            nullptr) != SQLITE_OK) {
       return sqlite_error(path_, db_, std::string("preparing ") + kStatements[i]);
     }
   }
@@ -278,11 +339,11 @@ void Index::note_result(int rc) {
 }
 
 void Index::run_write(sqlite3_stmt* stmt) {
-  int rc = sqlite3_step(stmt);
+  int rc = sqlite().step(stmt);
   note_result(rc);
   if (rc != SQLITE_DONE) ++write_errors_;
-  sqlite3_reset(stmt);
-  sqlite3_clear_bindings(stmt);
+  sqlite().reset(stmt);
+  sqlite().clear_bindings(stmt);
 }
 
 namespace {
@@ -291,14 +352,14 @@ namespace {
 bool bind_bytes(sqlite3_stmt* st, int i, std::string_view bytes, bool blob) {
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) return false;
   int n = static_cast<int>(bytes.size());
-  int rc = blob ? sqlite3_bind_blob(st, i, bytes.data(), n, SQLITE_STATIC)
-                : sqlite3_bind_text(st, i, bytes.data(), n, SQLITE_STATIC);
+  int rc = blob ? sqlite().bind_blob(st, i, bytes.data(), n, SQLITE_STATIC)
+                : sqlite().bind_text(st, i, bytes.data(), n, SQLITE_STATIC);
   return rc == SQLITE_OK;
 }
 
 std::string column_bytes(sqlite3_stmt* st, int i) {
-  const void* data = sqlite3_column_blob(st, i);
-  int n = sqlite3_column_bytes(st, i);
+  const void* data = sqlite().column_blob(st, i);
+  int n = sqlite().column_bytes(st, i);
   if (data == nullptr || n <= 0) return std::string();
   return std::string(static_cast<const char*>(data), static_cast<size_t>(n));
 }
@@ -310,23 +371,23 @@ std::optional<std::string> Index::file_hash(const std::string& path, const FileS
   sqlite3_stmt* st = stmts_[kFileGet];
   std::optional<std::string> hit;
   if (bind_bytes(st, 1, path, false)) {
-    int rc = sqlite3_step(st);
+    int rc = sqlite().step(st);
     note_result(rc);
     if (rc == SQLITE_ROW) {
       FileStamp seen;
-      seen.dev = static_cast<uint64_t>(sqlite3_column_int64(st, 0));
-      seen.ino = static_cast<uint64_t>(sqlite3_column_int64(st, 1));
-      seen.size = sqlite3_column_int64(st, 2);
-      seen.mtime_ns = sqlite3_column_int64(st, 3);
-      seen.ctime_ns = sqlite3_column_int64(st, 4);
-      int64_t verified = sqlite3_column_int64(st, 6);
+      seen.dev = static_cast<uint64_t>(sqlite().column_int64(st, 0));
+      seen.ino = static_cast<uint64_t>(sqlite().column_int64(st, 1));
+      seen.size = sqlite().column_int64(st, 2);
+      seen.mtime_ns = sqlite().column_int64(st, 3);
+      seen.ctime_ns = sqlite().column_int64(st, 4);
+      int64_t verified = sqlite().column_int64(st, 6);
       if (seen == stamp && (verified == 0 || !stamp_is_racy(seen, verified))) {
         hit = column_bytes(st, 5);
       }
     }
   }
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
+  sqlite().reset(st);
+  sqlite().clear_bindings(st);
   return hit;
 }
 
@@ -335,16 +396,16 @@ void Index::remember_file(const std::string& path, const FileStamp& stamp, const
   std::lock_guard lock(mu_);
   sqlite3_stmt* st = stmts_[kFilePut];
   bool bound = bind_bytes(st, 1, path, false) &&
-               sqlite3_bind_int64(st, 2, as_signed(stamp.dev)) == SQLITE_OK &&
-               sqlite3_bind_int64(st, 3, as_signed(stamp.ino)) == SQLITE_OK &&
-               sqlite3_bind_int64(st, 4, stamp.size) == SQLITE_OK &&
-               sqlite3_bind_int64(st, 5, stamp.mtime_ns) == SQLITE_OK &&
-               sqlite3_bind_int64(st, 6, stamp.ctime_ns) == SQLITE_OK &&
+               sqlite().bind_int64(st, 2, as_signed(stamp.dev)) == SQLITE_OK &&
+               sqlite().bind_int64(st, 3, as_signed(stamp.ino)) == SQLITE_OK &&
+               sqlite().bind_int64(st, 4, stamp.size) == SQLITE_OK &&
+               sqlite().bind_int64(st, 5, stamp.mtime_ns) == SQLITE_OK &&
+               sqlite().bind_int64(st, 6, stamp.ctime_ns) == SQLITE_OK &&
                bind_bytes(st, 7, hash, false) &&
-               sqlite3_bind_int64(st, 8, verified_ns) == SQLITE_OK;
+               sqlite().bind_int64(st, 8, verified_ns) == SQLITE_OK;
   if (!bound) {
     ++write_errors_;
-    sqlite3_clear_bindings(st);
+    sqlite().clear_bindings(st);
     return;
   }
   run_write(st);
@@ -355,12 +416,12 @@ std::optional<std::string> Index::get_blob(Stmt which, std::string_view key) {
   sqlite3_stmt* st = stmts_[which];
   std::optional<std::string> hit;
   if (bind_bytes(st, 1, key, false)) {
-    int rc = sqlite3_step(st);
+    int rc = sqlite().step(st);
     note_result(rc);
     if (rc == SQLITE_ROW) hit = column_bytes(st, 0);
   }
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
+  sqlite().reset(st);
+  sqlite().clear_bindings(st);
   return hit;
 }
 
@@ -369,7 +430,7 @@ void Index::put_blob(Stmt which, std::string_view key, std::optional<std::string
   sqlite3_stmt* st = stmts_[which];
   if (!bind_bytes(st, 1, key, false) || (blob && !bind_bytes(st, 2, *blob, true))) {
     ++write_errors_;
-    sqlite3_clear_bindings(st);
+    sqlite().clear_bindings(st);
     return;
   }
   run_write(st);
@@ -401,8 +462,8 @@ Result<void> Index::begin() {
     ++txn_depth_;
     return Ok{};
   }
-  int rc = sqlite3_step(stmts_[kBegin]);
-  sqlite3_reset(stmts_[kBegin]);
+  int rc = sqlite().step(stmts_[kBegin]);
+  sqlite().reset(stmts_[kBegin]);
   note_result(rc);
   if (rc != SQLITE_DONE) return sqlite_error(path_, db_, "begin");
   txn_depth_ = 1;
@@ -416,19 +477,19 @@ Result<void> Index::commit() {
   // A failed write (SQLITE_FULL, an I/O error) may have rolled the whole transaction
   // back already; SQLite is then back in autocommit mode and COMMIT would fail with a
   // less helpful message.
-  if (sqlite3_get_autocommit(db_)) {
+  if (sqlite().get_autocommit(db_)) {
     ++write_errors_;
     return fail(Errc::kIo,
                 "index " + path_ + ": transaction was rolled back by an earlier write error");
   }
-  int rc = sqlite3_step(stmts_[kCommit]);
-  sqlite3_reset(stmts_[kCommit]);
+  int rc = sqlite().step(stmts_[kCommit]);
+  sqlite().reset(stmts_[kCommit]);
   note_result(rc);
   if (rc != SQLITE_DONE) {
     Error e = sqlite_error(path_, db_, "commit");
     ++write_errors_;
     // Leave autocommit mode behind us whatever happened, so later writes still land.
-    if (!sqlite3_get_autocommit(db_)) exec(db_, "ROLLBACK");
+    if (!sqlite().get_autocommit(db_)) exec(db_, "ROLLBACK");
     return e;
   }
   return Ok{};
