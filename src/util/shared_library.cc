@@ -14,6 +14,13 @@ SharedLibrary::SharedLibrary(const char* soname, std::string_view package) : son
   }
 }
 
+bool SharedLibrary::loaded(const char* soname) {
+  void* handle = ::dlopen(soname, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (handle == nullptr) return false;
+  ::dlclose(handle);  // the reference this call took
+  return true;
+}
+
 void* SharedLibrary::find(const char* symbol) {
   if (handle_ == nullptr) return nullptr;
   void* at = ::dlsym(handle_, symbol);

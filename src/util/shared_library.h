@@ -29,6 +29,10 @@ class SharedLibrary {
   // Empty when the library and every function bound so far were found.
   const std::string& error() const { return error_; }
 
+  // Whether `soname` (or a path) is loaded in this process already, by anyone: asked
+  // of the loader without loading it (dlopen RTLD_NOLOAD).
+  static bool loaded(const char* soname);
+
  private:
   void* find(const char* symbol);
 

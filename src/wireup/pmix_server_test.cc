@@ -5,20 +5,12 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
+
+#include "util/shared_library.h"
 
 namespace berth::wireup {
 namespace {
-
-bool libpmix_mapped() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find("libpmix.so") != std::string::npos) return true;
-  }
-  return false;
-}
 
 // libpmix is not loaded when a process starts (nothing links it) and is when the
 // first server starts: in a process of its own (gtest's "threadsafe" death test runs
@@ -27,12 +19,12 @@ TEST(PmixServerDeathTest, LibpmixIsLoadedWhenTheServerStarts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        bool before = libpmix_mapped();
+        bool before = SharedLibrary::loaded("libpmix.so.2");
         std::string dir = (std::filesystem::temp_directory_path() / "berth-pmix-XXXXXX").string();
         bool made = ::mkdtemp(dir.data()) != nullptr;
         auto server = made ? PmixServer::instance(dir) : Result<PmixServer*>(nullptr);
         bool started = made && server.ok() && *server != nullptr;
-        bool after = libpmix_mapped();
+        bool after = SharedLibrary::loaded("libpmix.so.2");
         std::error_code ignored;
         if (made) std::filesystem::remove_all(dir, ignored);
         std::exit(!before && started && after ? 0 : 1);
