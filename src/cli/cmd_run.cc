@@ -79,6 +79,8 @@ struct RunFlags {
   MachineFlags machine;
   std::string pipeline;
   std::vector<std::string> targets;
+  std::vector<std::string> config;       // --config NAME=VALUE
+  std::vector<std::string> configfiles;  // --configfile FILE
   std::string store;
   std::string results;
   std::string cache;
@@ -191,6 +193,8 @@ int run_pipeline(const RunFlags& f) {
   pipeline::SessionOptions o;
   o.pipeline = f.pipeline;
   o.targets = f.targets;
+  o.config.assignments = f.config;
+  o.config.files = f.configfiles;
   o.store = f.store;
   o.results = f.results;
   o.cache = f.cache;
@@ -254,6 +258,14 @@ std::function<int()> setup_run(CLI::App& app) {
   app.add_option("targets", f->targets,
                  "Steps to run, with everything they need: names or shell-style patterns "
                  "('count-*') of expanded steps (default: every step)");
+  app.add_option("--config", f->config,
+                 "Override a value of the pipeline's [config]: NAME=VALUE (repeatable)")
+      ->expected(1)
+      ->take_all();
+  app.add_option("--configfile", f->configfiles,
+                 "Override [config] values from a TOML file of NAME = value lines")
+      ->expected(1)
+      ->take_all();
   app.add_option("--store", f->store, "Store URL (default file://<dir>/.berth/store)");
   app.add_option("--results", f->results, "Results directory (default <dir>/results)");
   app.add_option("--cache", f->cache,

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "pipeline/foreach_table.h"
 #include "pipeline/template.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -111,6 +112,40 @@ class Walk {
   std::set<std::string> looked_;
 };
 
+// A table file as big as a pipeline file may be.
+constexpr size_t kMaxTableFileBytes = kMaxPipelineFileBytes;
+
+// foreach = "sweep.csv": the step's keys and values are the file's columns, its
+// combinations the rows. The file's stamp goes with the directories', before and after.
+Result<void> read_table(const PipelineFile& file, StepSpec& s, const DiscoveryFs& fs,
+                        Discovered& seen) {
+  const ForeachTableFile& t = *s.foreach_table;
+  std::string at = t.pos.line ? fmt::format("{}:{}:{}", file.path, t.pos.line, t.pos.column)
+                              : file.path;
+  std::string path = t.path.front() == '/' || file.dir == "." ? t.path
+                     : file.dir.back() == '/'                ? file.dir + t.path
+                                                             : file.dir + "/" + t.path;
+  auto where = [&](const Error& e) {
+    return fail(e.code(), fmt::format("{}: step '{}': foreach: {}", at, str::printable(s.name),
+                                      e.message()));
+  };
+  auto before = fs.stamp(path);
+  auto text = fs.read(path);
+  if (!text.ok()) return where(text.error());
+  auto rows = parse_table_file(*text, path, kMaxExpandedSteps);
+  if (!rows.ok()) return where(rows.error());
+  if (before) {
+    seen.dirs.emplace_back(path, *before);
+  } else {
+    seen.stable = false;
+  }
+  s.foreach.clear();
+  for (size_t k = 0; k < rows->keys.size(); ++k) {
+    s.foreach.emplace(rows->keys[k], std::move(rows->columns[k]));
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 DiscoveryFs DiscoveryFs::real() {
@@ -135,12 +170,14 @@ DiscoveryFs DiscoveryFs::real() {
     if (!st.ok()) return std::nullopt;
     return *st;
   };
+  fs.read = [](const std::string& path) { return files::read_file(path, kMaxTableFileBytes); };
   return fs;
 }
 
 Result<Discovered> discover_foreach(PipelineFile& file, const DiscoveryFs& fs) {
   Discovered seen;
   for (StepSpec& s : file.steps) {
+    if (s.foreach_table) BERTH_CHECK(read_table(file, s, fs, seen));
     for (const auto& [key, glob] : s.foreach_globs) {
       auto where = [&, &key = key, &glob = glob](std::string_view what) {
         std::string at = glob.pos.line ? fmt::format("{}:{}:{}", file.path, glob.pos.line,

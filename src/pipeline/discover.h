@@ -33,10 +33,13 @@ struct DiscoveryFs {
   std::function<bool(const std::string& path)> exists;
   // `dir`'s stamp, for a settled record; nullopt when it cannot be stamped.
   std::function<std::optional<FileStamp>(const std::string& dir)> stamp;
+  // A table file's bytes (foreach = "sweep.csv").
+  std::function<Result<std::string>(const std::string& path)> read;
   static DiscoveryFs real();
 };
 
-// What discovery read: each directory it listed or looked in, with its stamp before
+// What discovery read: each directory it listed or looked in, and each table file it
+// read (foreach = "sweep.csv", foreach_table.h), with its stamp before
 // and after (equal unless the directory changed meanwhile), so that a run can be
 // settled only while the directories still hold what they held (spec 04 §7.1).
 struct Discovered {
@@ -44,10 +47,12 @@ struct Discovered {
   bool stable = true;  // every directory had one stamp throughout
 };
 
-// Fills `file`'s foreach values for every { glob = … } key (StepSpec::foreach_globs).
-// Fails (kInvalidInput) naming the file, line:column, the step, the key and the
-// pattern for a pattern that does not hold its own key, holds another placeholder,
-// or matches nothing; (kIo) for a directory that cannot be read.
+// Fills `file`'s foreach values for every { glob = … } key (StepSpec::foreach_globs)
+// and every table file (StepSpec::foreach_table). Fails (kInvalidInput) naming the
+// file, line:column, the step, the key and the pattern for a pattern that does not
+// hold its own key, holds another placeholder, or matches nothing; (kIo) for a
+// directory that cannot be read; for a table file that cannot be read or parsed,
+// naming the step's foreach and what parse_table_file() says.
 Result<Discovered> discover_foreach(PipelineFile& file, const DiscoveryFs& fs);
 
 }  // namespace berth::pipeline

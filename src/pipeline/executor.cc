@@ -20,6 +20,7 @@
 
 #include "pipeline/command.h"
 #include "pipeline/explain.h"
+#include "pipeline/fit_check.h"
 #include "pipeline/key.h"
 #include "pipeline/launch_runner.h"
 #include "pipeline/probe.h"
@@ -64,15 +65,6 @@ using Shape = std::tuple<int, int, int, int>;  // tasks, cpus per task, gpus, no
 
 Shape shape_of(const Step& s) {
   return {s.tasks, std::max(1, s.cores / std::max(1, s.tasks)), s.gpus, s.nodes.value_or(-1)};
-}
-
-place::Request request_of(const Step& s) {
-  place::Request r;
-  r.tasks = s.tasks;
-  r.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
-  r.gpus = s.gpus;
-  r.nodes = s.nodes;
-  return r;
 }
 
 std::string short_hash(std::string_view text) { return sha256_hex(text).substr(0, 16); }
@@ -280,17 +272,12 @@ Result<void> Executor::read_tool_versions() {
 }
 
 Result<void> Executor::check_fits() {
-  // One check per distinct request: a 10,000-step fan-out has one shape.
-  std::map<Shape, size_t> seen;
-  for (size_t i = 0; i < g_.steps.size(); ++i) seen.emplace(shape_of(g_.steps[i]), i);
-  for (const auto& [shape, i] : seen) {
-    const Step& s = g_.steps[i];
-    place::Pool empty(pool_.nodes());
-    auto g = empty.grant(request_of(s));
-    if (!g.ok()) {
-      return fail(Errc::kRefused, fmt::format("{}: step '{}' can never run here: {}", g_.path,
-                                              s.name, g.error().message()));
-    }
+  // A step that can never fit is refused, what reads from it skipped; the rest runs.
+  for (NeverFits& no : never_fitting(g_, pool_.nodes())) {
+    StepRecord r = report_.steps[no.step];
+    r.state = StepState::kRefused;
+    r.reason = std::move(no.reason);
+    finish_step(no.step, std::move(r));
   }
   return Ok{};
 }
@@ -1083,7 +1070,7 @@ Result<RunReport> Executor::run() {
     for (size_t dep : g_.steps[i].deps) dependents_[dep].push_back(i);
     if (waiting_[i] == 0) ready_.push_back(i);
   }
-  // Before anything runs: every step must be able to fit, every tool must answer.
+  // Before anything runs: a step that can never fit is refused; every tool must answer.
   BERTH_CHECK(check_fits());
   BERTH_CHECK(read_tool_versions());
   if (!o_.dry_run && ::mkdir(o_.results_dir.c_str(), 0777) != 0 && errno != EEXIST) {

@@ -135,8 +135,9 @@ struct RunOptions {
 };
 
 
-// Runs `graph`. Fails before anything runs when a step can never fit in the pool
-// (naming the step and the resource), or when a tool's version cannot be read.
+// Runs `graph`. A step that can never fit in the pool is refused (naming the resource)
+// and what reads from it skipped; every other step runs (fit_check.h). Fails before
+// anything runs when a tool's version cannot be read.
 Result<RunReport> run_graph(const Graph& graph, store::ObjectStore& store, place::Pool& pool,
                             const Env& parent, const RunOptions& options);
 

@@ -283,21 +283,38 @@ outputs = ["o"]
   EXPECT_EQ(step(r, "s-3").reason, "not run: --fail-fast");
 }
 
-TEST_F(ExecutorTest, AStepThatCanNeverFitRefusesTheRunBeforeAnythingStarts) {
+// A step that can never fit is refused with the reason, what reads from it is skipped,
+// and every other step runs: one impossible step does not stop the pipeline.
+TEST_F(ExecutorTest, AStepThatCanNeverFitIsRefusedWhileTheRestRuns) {
   Graph g = graph(R"(
 [[step]]
 name = "big"
 run = "x"
 cores = 8
+outputs = ["o"]
+
+[[step]]
+name = "after"
+inputs = { x = "@big/o" }
+run = "x"
+
+[[step]]
+name = "other"
+run = "y"
 )");
   place::PoolNode node{"n0", {0, 1}, {}, std::nullopt};
   place::Pool pool({node});
   auto r = run_graph(g, store_, pool, env_, o_);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), Errc::kRefused);
-  EXPECT_NE(r.error().message().find("step 'big' can never run here"), std::string::npos)
-      << r.error().message();
-  EXPECT_TRUE(runner_.started.empty());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(step(*r, "big").state, StepState::kRefused);
+  EXPECT_NE(step(*r, "big").reason.find("can never run here"), std::string::npos)
+      << step(*r, "big").reason;
+  EXPECT_EQ(step(*r, "after").state, StepState::kSkipped);
+  EXPECT_EQ(step(*r, "after").reason, "not run: 'big' was refused");
+  EXPECT_EQ(step(*r, "other").state, StepState::kExecuted);
+  EXPECT_EQ(r->exit_code(), 1);
+  ASSERT_EQ(runner_.started.size(), 1u);
+  EXPECT_EQ(runner_.started[0], "other");
 }
 
 TEST_F(ExecutorTest, ARefusalByTheRunnerSkipsDependents) {

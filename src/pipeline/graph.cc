@@ -7,8 +7,10 @@
 #include <set>
 #include <unordered_map>
 
+#include "pipeline/fan_in.h"
 #include "util/flat_index.h"
 #include "util/strings.h"
+#include "util/suggest.h"
 
 namespace berth::pipeline {
 namespace {
@@ -26,8 +28,28 @@ Failure step_error(const std::string& origin, std::string_view key, const Error&
   return fail(e.code(), fmt::format("{}: {}: {}", origin, key, e.message()));
 }
 
+// An error in the step's key `key`, placed where the file wrote it (spec 04 §1): the
+// file:line:col of that key, the step by its name template and, once known, expanded.
+// `origin` ("<file>:<line>:<col>: step …") placed at the step's key `key` instead,
+// where the file wrote it.
+std::string at_key(const PipelineFile& pf, const StepSpec& s, const std::string& origin,
+                   const std::string& key) {
+  auto at = s.key_pos.find(key);
+  if (at == s.key_pos.end() || at->second.line == 0) return origin;
+  size_t step = origin.find(": step ");
+  std::string who = step == std::string::npos ? origin : origin.substr(step + 2);
+  return fmt::format("{}: {}", where(pf, at->second), who);
+}
+
+Failure key_error(const PipelineFile& pf, const StepSpec& s, const std::string& origin,
+                  const std::string& key, const Error& e, std::string_view label = {}) {
+  if (label.empty()) label = key;
+  return step_error(at_key(pf, s, origin, key), label, e);
+}
+
 // The number of foreach combinations, or nullopt past kMaxExpandedSteps.
 std::optional<size_t> combinations(const StepSpec& s) {
+  if (s.foreach_rows) return s.foreach.empty() ? 1 : s.foreach.begin()->second.size();
   size_t n = 1;
   for (const auto& [k, values] : s.foreach) {
     if (values.size() > kMaxExpandedSteps / n) return std::nullopt;
@@ -69,6 +91,10 @@ struct CompiledStep {
 // slowest, each key's values in the order given (spec 04 §3.1).
 void values_of(const StepTable& t, size_t i, std::vector<std::string_view>& out) {
   out.resize(t.keys.size());
+  if (t.rows) {
+    for (size_t k = 0; k < t.keys.size(); ++k) out[k] = t.values[k][i];
+    return;
+  }
   for (size_t k = t.keys.size(); k-- > 0;) {
     const TextList& values = t.values[k];
     out[k] = values[i % values.size()];
@@ -90,6 +116,7 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
   auto table = std::make_shared<StepTable>();
   table->where = origin_of(pf, s);
   table->name_template = s.name;
+  table->rows = s.foreach_rows;
   for (auto& [k, values] : s.foreach) {
     table->keys.push_back(k);
     table->values.emplace_back(values);
@@ -100,17 +127,34 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
     auto it = s.canonical.find(o);
     table->canonical[o] = it == s.canonical.end() ? "bytes" : it->second;
   }
-  table->params = s.params;
   table->tools = s.tools;
   std::sort(table->tools.begin(), table->tools.end());
 
   CompiledStep c;
-  Scope names;  // a name may use foreach keys only
+  Scope names;  // a name may use foreach keys and {config.X} only
+  names.config = &pf.config;
   {
     auto name = Template::compile(s.name, table->keys, names);
-    if (!name.ok()) return step_error(table->where, "name", name.error());
+    if (!name.ok()) return key_error(pf, s, table->where, "name", name.error());
     c.name = std::move(*name);
   }
+  // A string param is a template over the foreach keys and config (spec 04 §3.2): one
+  // that uses a key has a value per step, kept compiled; the rest are text.
+  for (const auto& [name, p] : s.params) {
+    if (p.type != Param::Type::kString) {
+      table->params.emplace(name, p);
+      continue;
+    }
+    auto t = Template::compile(p.text, table->keys, names);
+    if (!t.ok()) return key_error(pf, s, table->where, "params." + name, t.error());
+    if (t->uses_keys()) {
+      table->param_templates.emplace(name, std::move(*t));
+    } else {
+      table->params.emplace(name, Param{Param::Type::kString, t->expand_plain({})});
+    }
+  }
+  std::map<std::string, const Template*> param_templates;
+  for (const auto& [name, t] : table->param_templates) param_templates.emplace(name, &t);
   std::vector<std::string_view> first;
   values_of(*table, 0, first);
   const std::string first_name = c.name.expand_plain(first);
@@ -119,9 +163,11 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
     return fail(Errc::kInvalidInput, fmt::format("{}: name: {}", origin, *problem));
   }
 
-  // Input paths may use foreach keys and params; never resources or other paths.
+  // Input paths may use foreach keys, params and config; never resources or other paths.
   Scope paths;
   paths.params = &table->params;
+  paths.param_templates = &param_templates;
+  paths.config = &pf.config;
   std::set<std::string> input_names;
   for (const auto& [name, spec] : s.inputs) {
     CompiledStep::InputTemplates in;
@@ -129,7 +175,7 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
     in.is_list = spec.is_list;
     for (const std::string& v : spec.values) {
       auto t = Template::compile(v, table->keys, paths);
-      if (!t.ok()) return step_error(origin, "inputs." + name, t.error());
+      if (!t.ok()) return key_error(pf, s, origin, "inputs." + name, t.error());
       in.written.push_back(v);
       in.items.push_back(std::move(*t));
     }
@@ -147,13 +193,13 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
   full.nodes = s.nodes;
   if (s.run) {
     auto w = Template::compile(*s.run, table->keys, full);
-    if (!w.ok()) return step_error(origin, "run", w.error());
+    if (!w.ok()) return key_error(pf, s, origin, "run", w.error());
     table->command.push_back(std::move(*w));
   } else {
     for (size_t i = 0; i < s.cmd->size(); ++i) {
       std::string key = fmt::format("cmd[{}]", i);
       auto w = Template::compile((*s.cmd)[i], table->keys, full);
-      if (!w.ok()) return step_error(origin, key, w.error());
+      if (!w.ok()) return key_error(pf, s, origin, "cmd", w.error(), key);
       // A list becomes one argv word per path, which only has a meaning when the
       // placeholder is the whole word (spec 04 §3.3).
       for (const std::string& input : w->inputs()) {
@@ -168,7 +214,7 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
   }
   for (const auto& [var, value] : s.env) {
     auto w = Template::compile(value, table->keys, full);
-    if (!w.ok()) return step_error(origin, "env." + var, w.error());
+    if (!w.ok()) return key_error(pf, s, origin, "env." + var, w.error());
     table->env.emplace_back(var, std::move(*w));
   }
   c.table = std::move(table);
@@ -251,8 +297,12 @@ Result<void> resolve_ref(InputItem& item, const std::string& origin, const std::
   std::string output = item.text.substr(slash + 1);
   auto found = by_name.find(step);
   if (!found) {
-    return fail(Errc::kNotFound, fmt::format("{}: {}: '{}' names no step '{}'", origin, key,
-                                             str::printable(item.text), str::printable(step)));
+    std::vector<std::string_view> names;
+    names.reserve(steps.size());
+    for (const Step& s : steps) names.push_back(s.name);
+    return fail(Errc::kNotFound, fmt::format("{}: {}: '{}' names no step '{}'{}", origin, key,
+                                             str::printable(item.text), str::printable(step),
+                                             str::did_you_mean(step, names)));
   }
   const Step& target = steps[*found];
   if (std::find(target.outputs.begin(), target.outputs.end(), output) == target.outputs.end()) {
@@ -401,6 +451,17 @@ std::map<std::string, Word> Step::env() const {
   return out;
 }
 
+std::map<std::string, Param> Step::params() const {
+  if (table->param_templates.empty()) return table->params;
+  std::vector<std::string_view> values;
+  values_of(*table, combination, values);
+  std::map<std::string, Param> out = table->params;
+  for (const auto& [param, t] : table->param_templates) {
+    out.emplace(param, Param{Param::Type::kString, t.expand_plain(values)});
+  }
+  return out;
+}
+
 std::map<std::string, std::string> Step::bindings() const {
   std::vector<std::string_view> values;
   values_of(*table, combination, values);
@@ -499,11 +560,30 @@ Result<Graph> expand(PipelineFile&& file, const FileExists& exists) {
   NameIndex by_name(StepName{&steps});
   BERTH_CHECK(expand_specs(file, exists, steps, pending, by_name));
 
-  // 2. Resolve "@step/output" references now that every name is known.
+  // 2. Fan-ins become one item per matching step (fan_in.h); then every "@step/output"
+  // reference is resolved, now that every name is known.
+  if (std::any_of(pending.begin(), pending.end(), [&steps](const PendingRef& r) {
+        return is_fan_in(steps[r.step].inputs.at(r.input).items[r.item].text);
+      })) {
+    BERTH_CHECK(expand_fan_ins(steps, [&file](const Step& st, const std::string& input) {
+      return at_key(file, file.steps[st.spec], st.origin(), "inputs." + input);
+    }));
+    pending.clear();
+    for (size_t i = 0; i < steps.size(); ++i) {
+      for (const auto& [name, in] : steps[i].inputs) {
+        for (size_t k = 0; k < in.items.size(); ++k) {
+          if (in.items[k].kind == InputItem::Kind::kStepOutput) {
+            pending.push_back(PendingRef{i, name, k});
+          }
+        }
+      }
+    }
+  }
   for (const PendingRef& r : pending) {
     Step& st = steps[r.step];
     InputItem& item = st.inputs.at(r.input).items[r.item];
-    BERTH_CHECK(resolve_ref(item, st.origin(), r.input, steps, by_name));
+    std::string origin = at_key(file, file.steps[st.spec], st.origin(), "inputs." + r.input);
+    BERTH_CHECK(resolve_ref(item, origin, r.input, steps, by_name));
     st.deps.push_back(item.step);
   }
   sort_deps(steps);
@@ -526,6 +606,12 @@ Result<std::vector<Step>> expand_tables(PipelineFile&& file, const FileExists& e
   for (const PendingRef& r : pending) {
     Step& st = steps[r.step];
     InputItem& item = st.inputs.at(r.input).items[r.item];
+    // A fan-in needs every step's name: for reading the whole file to resolve.
+    if (is_fan_in(item.text)) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("{}: inputs.{}: a fan-in is resolved over the whole file",
+                              st.origin(), r.input));
+    }
     size_t slash = item.text.rfind('/');
     std::string_view name = slash == std::string::npos || slash < 1
                                 ? std::string_view()

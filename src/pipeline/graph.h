@@ -65,9 +65,15 @@ struct StepTable {
   // The foreach keys, sorted, and each one's values in the order given.
   std::vector<std::string> keys;
   std::vector<TextList> values;
+  // Combination i takes value i of every key (combinations written out, or a table
+  // file's rows), rather than the grid's mixed radix (spec 04 §3.1).
+  bool rows = false;
   std::vector<std::string> outputs;              // in the order the file gives
   std::map<std::string, std::string> canonical;  // every output -> its form
+  // Its params whose text is the same for every step; those that use foreach keys are
+  // in param_templates (name -> the param's compiled text), expanded per step.
   std::map<std::string, Param> params;
+  std::map<std::string, Template> param_templates;
   std::vector<std::string> tools;  // sorted
   // The command and env, compiled: each step expands them with its own foreach values
   // when asked (Step::command(), Step::env()), rather than keeping a copy of each.
@@ -80,8 +86,8 @@ struct StepTable {
 // paths.
 struct Step {
   std::string name;  // expanded; unique in the graph
-  // The table it was expanded from; `outputs`, `canonical`, `params` and `tools` are
-  // the table's (declared before them, so that it is there when they are bound).
+  // The table it was expanded from; `outputs`, `canonical` and `tools` are the table's
+  // (declared before them, so that it is there when they are bound).
   std::shared_ptr<const StepTable> table = empty_table();
   size_t spec = 0;           // index of its [[step]] table in the file
   uint32_t combination = 0;  // which of the table's foreach combinations, in order (§3.1)
@@ -93,7 +99,6 @@ struct Step {
   std::map<std::string, Input> inputs;
   const std::vector<std::string>& outputs = table->outputs;
   const std::map<std::string, std::string>& canonical = table->canonical;
-  const std::map<std::string, Param>& params = table->params;
   const std::vector<std::string>& tools = table->tools;
   // (The small fields together: a graph holds 10^6 steps.)
   int cores = 1;
@@ -119,6 +124,8 @@ struct Step {
   std::vector<Word> command() const;
   // Its env: variable -> value. Expanded on each call.
   std::map<std::string, Word> env() const;
+  // Its params, each string param's placeholders expanded for it (spec 04 §3.2).
+  std::map<std::string, Param> params() const;
   // Its foreach bindings: key -> value.
   std::map<std::string, std::string> bindings() const;
   // For messages: "p.toml:9:1: step 'count-{sample}' ('count-a')".

@@ -112,7 +112,7 @@ run = "y"
   EXPECT_EQ(a1.table.get(), a2.table.get());
   EXPECT_NE(a1.table.get(), b.table.get());
   EXPECT_EQ(&a1.outputs, &a2.outputs);
-  EXPECT_EQ(&a1.params, &a2.params);
+  EXPECT_EQ(&a1.table->params, &a2.table->params);
   EXPECT_EQ(a1.combination, 0u);
   EXPECT_EQ(a2.combination, 1u);
   EXPECT_EQ(a2.command()[0][0].value, "x 2 > ");
@@ -125,7 +125,7 @@ run = "y"
     return moved.steps[1];
   }();
   EXPECT_EQ(copy.outputs, (std::vector<std::string>{"o"}));
-  EXPECT_EQ(copy.params.at("p").text, "1");
+  EXPECT_EQ(copy.params().at("p").text, "1");
   EXPECT_EQ(copy.bindings().at("k"), "2");
 }
 
@@ -203,7 +203,7 @@ TEST(Graph, RejectsBadPipelinesNamingStepAndProblem) {
   };
   const Case cases[] = {
       {"[[step]]\nname = 'x-{s}'\nrun = 'x'\n",
-       "p.toml:1:1: step 'x-{s}': name: placeholder {s} names nothing"},
+       "p.toml:2:8: step 'x-{s}': name: placeholder {s} names nothing"},
       {"[[step]]\nname = 'x-{param.a}'\nparams = { a = 1 }\nrun = 'x'\n",
        "step 'x-{param.a}': name: placeholder {param.a} names nothing"},
       {"[[step]]\nname = 'x-{s'\nrun = 'x'\n", "step 'x-{s': name: column 3: unclosed"},
@@ -217,7 +217,7 @@ TEST(Graph, RejectsBadPipelinesNamingStepAndProblem) {
        "p.toml:5:1: step 'count-a': name: expands to 'count-a', which p.toml:1:1: step "
        "'count-{s}' ('count-a') also names"},
       {"[[step]]\nname = 's'\nrun = 'cat {in.x}'\n",
-       "p.toml:1:1: step 's': run: placeholder {in.x} names nothing"},
+       "p.toml:3:7: step 's': run: placeholder {in.x} names nothing"},
       {"[[step]]\nname = 's'\nrun = 'cat > {out.o}'\n", "step 's': run: placeholder {out.o}"},
       {"[[step]]\nname = 's-{k}'\nforeach = { k = ['a'] }\nrun = '{param.p}'\n",
        "step 's-{k}' ('s-a'): run: placeholder {param.p} names nothing"},

@@ -73,8 +73,8 @@ Result<std::string> key_preimage(const Step& step, const StepText& text,
     f.add(name);
     f.word(value);
   }
-  f.count(step.params.size());
-  for (const auto& [name, p] : step.params) {
+  f.count(text.params.size());
+  for (const auto& [name, p] : text.params) {
     f.add(name);
     f.add(param_type_name(p.type));
     f.add(p.text);

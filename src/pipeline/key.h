@@ -55,9 +55,10 @@ std::string step_fingerprint(const Step& step, const Graph& graph, const ToolVer
 // A step's command and env, expanded once (Step::command() and Step::env() expand on
 // each call), for more than one key of one step: the executor's key and its recipe.
 struct StepText {
-  explicit StepText(const Step& s) : command(s.command()), env(s.env()) {}
+  explicit StepText(const Step& s) : command(s.command()), env(s.env()), params(s.params()) {}
   std::vector<Word> command;
   std::map<std::string, Word> env;
+  std::map<std::string, Param> params;
 };
 Result<std::string> key_preimage(const Step& step, const StepText& text,
                                  const InputHashes& inputs, const ToolVersions& tools);

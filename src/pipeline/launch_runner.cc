@@ -329,7 +329,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   prov["command"] = describe_command(s);
   prov["inputs"] = std::move(prov_inputs);
   prov["params"] = json::object();
-  for (const auto& [k, v] : s.params) prov["params"][k] = v.text;
+  for (const auto& [k, v] : s.params()) prov["params"][k] = v.text;
   prov["tools"] = json::object();
   for (const auto& tool : s.tools) {
     prov["tools"][tool] = o_.tools && o_.tools->count(tool) ? o_.tools->at(tool) : "";

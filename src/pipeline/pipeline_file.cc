@@ -10,10 +10,14 @@
 #include <thread>
 
 #include "pipeline/canonical.h"
+#include "pipeline/fan_in.h"
+#include "pipeline/foreach_spec.h"
+#include "pipeline/toml_param.h"
 #include "pipeline/worker.h"
 #include "util/env.h"
 #include "util/files.h"
 #include "util/strings.h"
+#include "util/suggest.h"
 #include "util/toml_fields.h"
 
 namespace berth::pipeline {
@@ -41,68 +45,6 @@ std::optional<std::string> check_chars(std::string_view name, std::string_view e
   return std::nullopt;
 }
 
-Result<Param> param_of(const TomlFields& f, const toml::node& n, std::string_view k) {
-  if (n.as_string() != nullptr) {
-    BERTH_TRY(std::string text, f.string_of(&n, k));
-    return Param{Param::Type::kString, std::move(text)};
-  }
-  if (const auto* i = n.as_integer()) return Param{Param::Type::kInteger, std::to_string(i->get())};
-  if (const auto* d = n.as_floating_point()) {
-    // fmt's default is the shortest text that reads back to the same double, so the
-    // text (and the key) depends on the value, not on how the file spelt it.
-    return Param{Param::Type::kFloat, fmt::format("{}", d->get())};
-  }
-  if (const auto* b = n.as_boolean()) {
-    return Param{Param::Type::kBoolean, b->get() ? "true" : "false"};
-  }
-  return f.wrong_type(k, "a string, integer, float or boolean", n);
-}
-
-Result<void> read_foreach(TomlFields& f, StepSpec& s) {
-  BERTH_TRY(const toml::table* t, f.table("foreach"));
-  if (!t) return Ok{};
-  TomlFields g = f.sub(*t, "foreach");
-  for (const auto& [key, value] : *t) {
-    std::string k(key.str());
-    const toml::node* n = g.node(k);
-    if (auto problem = foreach_key_problem(k)) return g.error(n, str::printable(k), *problem);
-    if (const auto* t2 = n->as_table()) {
-      // { glob = "data/{sample}.fastq" }: values discovered from the files present.
-      TomlFields h = g.sub(*t2, k);
-      BERTH_TRY(std::string pattern, h.required_string("glob"));
-      BERTH_CHECK(h.finish());
-      s.foreach_globs.emplace(k, ForeachGlob{std::move(pattern), pos_of(*h.node("glob"))});
-      continue;
-    }
-    const auto* a = n->as_array();
-    if (!a) return g.wrong_type(k, "an array of strings or integers, or { glob = \"…\" }", *n);
-    if (a->empty()) return g.error(n, k, "must not be empty");
-    // One key may have as many values as its table may have steps (spec 04 §3.1); the
-    // product of all of them is checked when the table is expanded.
-    if (a->size() > kMaxExpandedSteps) {
-      return g.error(n, k,
-                     fmt::format("{} values; a table expands to at most {} steps",
-                                 a->size(), kMaxExpandedSteps));
-    }
-    std::vector<std::string> values;
-    values.reserve(a->size());
-    for (const toml::node& item : *a) {
-      if (const auto* i = item.as_integer()) {
-        values.push_back(std::to_string(i->get()));
-      } else if (item.is_string()) {
-        BERTH_TRY(std::string v, g.string_of(&item, k));
-        values.push_back(std::move(v));
-      } else {
-        return g.error(
-            &item, k,
-            fmt::format("items must be strings or integers, not {}", toml_type_name(item)));
-      }
-    }
-    s.foreach.emplace(k, std::move(values));
-  }
-  return Ok{};
-}
-
 Result<void> read_inputs(TomlFields& f, StepSpec& s) {
   BERTH_TRY(const toml::table* t, f.table("inputs"));
   if (!t) return Ok{};
@@ -125,6 +67,9 @@ Result<void> read_inputs(TomlFields& f, StepSpec& s) {
     }
     for (const std::string& v : in.values) {
       if (v.empty()) return g.error(n, k, "a path must not be empty");
+      // A fan-in ("@count-*/counts") is every matching step's output: a list, however
+      // it was written (fan_in.h).
+      if (is_fan_in(v)) in.is_list = true;
     }
     s.inputs.emplace(k, std::move(in));
   }
@@ -164,10 +109,58 @@ Result<std::map<std::string, std::string>> string_table(TomlFields& f, std::stri
   return out;
 }
 
-Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFile& pf) {
+// The keys a [[step]] may hold (spec 04 §2.3), and those [defaults] may give (§2.5).
+const std::vector<std::string_view> kStepKeys = {
+    "name",    "foreach", "run",  "cmd",  "inputs",        "outputs", "params",
+    "tools",   "cores",   "gpus", "tasks", "nodes",        "memory_cap_mb", "mpi",
+    "retries", "timeout", "canonical", "env"};
+const std::vector<std::string_view> kDefaultKeys = {
+    "cores", "gpus", "tasks", "nodes", "memory_cap_mb", "mpi", "retries", "timeout", "tools",
+    "env"};
+
+// `text` with its {config.X} placeholders expanded, where nothing else may be named (a
+// canonicaliser's command, a tool's version argv); an error at `n` names `k`.
+Result<std::string> with_config(const TomlFields& f, const toml::node* n, std::string_view k,
+                                const std::string& text, const PipelineFile& pf) {
+  if (text.find_first_of("{}") == std::string::npos) return text;
+  Scope scope;
+  scope.config = &pf.config;
+  auto expanded = expand_plain(text, scope);
+  if (!expanded.ok()) return f.error(n, k, expanded.error().message());
+  return std::move(*expanded);
+}
+
+// Where each key of `t` (and each entry of its params, env and inputs) is written.
+void note_positions(const toml::table& t, StepSpec& s) {
+  for (const auto& [key, value] : t) {
+    std::string k(key.str());
+    s.key_pos[k] = pos_of(value);
+    if (k == "params" || k == "env" || k == "inputs") {
+      if (const auto* sub = value.as_table()) {
+        for (const auto& [k2, v2] : *sub) s.key_pos[k + "." + std::string(k2.str())] = pos_of(v2);
+      }
+    }
+  }
+}
+
+Result<StepSpec> read_step(const toml::table& t0, size_t index, const PipelineFile& pf,
+                           const toml::table* defaults) {
+  // [defaults]: each key the step does not give itself is taken whole (spec 04 §2.5),
+  // with its own position, so that an error in it points at [defaults].
+  std::optional<toml::table> merged;
+  if (defaults && !defaults->empty()) {
+    merged.emplace(t0);
+    for (const auto& [key, value] : *defaults) {
+      if (!merged->contains(key.str())) merged->insert(key, value);
+    }
+  }
+  const toml::table& t = merged ? *merged : t0;
   StepSpec s;
+  // Positions of its own keys only: a default's is in the file's head, which a file read
+  // table by table does not shift.
+  note_positions(t0, s);
   s.index = index;
-  s.pos = pos_of(t);
+  s.pos = pos_of(t0);
   {
     // Until the name is known, errors name the step by its position.
     TomlFields pre(t, pf.path, kLimits, fmt::format("step #{}", index + 1));
@@ -183,7 +176,16 @@ Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFil
   BERTH_TRY(s.run, f.string("run"));
   BERTH_TRY(s.cmd, f.strings("cmd", /*allow_empty=*/false));
   if (s.run && s.cmd) return f.error(f.node("cmd"), "", "has both run and cmd; give one");
-  if (!s.run && !s.cmd) return f.error(nullptr, "", "has neither run nor cmd; give one");
+  if (!s.run && !s.cmd) {
+    // A misspelt `run` is the likelier mistake: said first, as the unknown key it is.
+    for (const auto& [key, value] : t) {
+      if (std::find(kStepKeys.begin(), kStepKeys.end(), key.str()) == kStepKeys.end()) {
+        return f.error(&value, str::printable(key.str()),
+                       "unknown key" + str::did_you_mean(key.str(), kStepKeys));
+      }
+    }
+    return f.error(nullptr, "", "has neither run nor cmd; give one");
+  }
   BERTH_CHECK(read_inputs(f, s));
   {
     BERTH_TRY(std::optional<std::vector<std::string>> outs, f.strings("outputs", true));
@@ -242,6 +244,7 @@ Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFil
     if (std::find(s.outputs.begin(), s.outputs.end(), out) == s.outputs.end()) {
       return f.error(n, "canonical." + str::printable(out), "names no output of this step");
     }
+    BERTH_TRY(form, with_config(f, n, "canonical." + str::printable(out), form, pf));
     auto parsed = parse_canonical_form(form);
     if (!parsed.ok()) {
       return f.error(n, "canonical." + str::printable(out), parsed.error().message());
@@ -250,18 +253,21 @@ Result<StepSpec> read_step(const toml::table& t, size_t index, const PipelineFil
     form = parsed->name();
   }
   BERTH_TRY(s.env, string_table(f, "env", true));
-  BERTH_CHECK(f.finish());
+  BERTH_CHECK(f.finish(kStepKeys));
   return s;
 }
 
-Result<ToolSpec> read_tool(const toml::table& t, std::string name, const std::string& file) {
+Result<ToolSpec> read_tool(const toml::table& t, std::string name, const PipelineFile& pf) {
   ToolSpec tool;
   tool.pos = pos_of(t);
-  TomlFields f(t, file, kLimits, "", "tools." + str::printable(name));
+  TomlFields f(t, pf.path, kLimits, "", "tools." + str::printable(name));
   if (auto problem = item_name_problem(name)) return f.error(nullptr, "", *problem);
   BERTH_TRY(std::optional<std::vector<std::string>> version, f.strings("version", false));
   if (!version) return f.error(nullptr, "version", "missing (an argv that prints the version)");
-  BERTH_CHECK(f.finish());
+  for (std::string& word : *version) {
+    BERTH_TRY(word, with_config(f, f.node("version"), "version", word, pf));
+  }
+  BERTH_CHECK(f.finish({"version"}));
   tool.name = std::move(name);
   tool.version = std::move(*version);
   return tool;
@@ -275,7 +281,44 @@ std::string stem_of(const std::string& path) {
   return base;
 }
 
-Result<PipelineFile> read_root(const toml::table& root, const std::string& path) {
+// [config] (spec 04 §2.4): name -> value, then the run's overrides.
+Result<void> read_config(TomlFields& f, PipelineFile& pf, const ConfigOverrides* overrides) {
+  BERTH_TRY(const toml::table* t, f.table("config"));
+  if (t) {
+    TomlFields g = f.sub(*t, "config");
+    for (const auto& [key, value] : *t) {
+      std::string k(key.str());
+      const toml::node* n = g.node(k);
+      if (auto problem = item_name_problem(k)) return g.error(n, str::printable(k), *problem);
+      BERTH_TRY(Param p, param_of(g, *n, k));
+      pf.config.emplace(std::move(k), std::move(p));
+    }
+  }
+  if (overrides) BERTH_CHECK(apply_config_overrides(pf.config, *overrides, pf.path));
+  return Ok{};
+}
+
+// [defaults] (spec 04 §2.5): only keys a step may take from it; their values are read
+// with each step that takes them.
+Result<const toml::table*> read_defaults(TomlFields& f) {
+  BERTH_TRY(const toml::table* t, f.table("defaults"));
+  if (!t) return t;
+  TomlFields g = f.sub(*t, "defaults");
+  for (const auto& [key, value] : *t) {
+    std::string_view k = key.str();
+    if (std::find(kDefaultKeys.begin(), kDefaultKeys.end(), k) == kDefaultKeys.end()) {
+      std::string_view hint = std::find(kStepKeys.begin(), kStepKeys.end(), k) != kStepKeys.end()
+                                  ? " (a step's own; not one [defaults] can give)"
+                                  : "";
+      return g.error(&value, str::printable(k),
+                     fmt::format("unknown key{}{}", hint, str::did_you_mean(k, kDefaultKeys)));
+    }
+  }
+  return t;
+}
+
+Result<PipelineFile> read_root(const toml::table& root, const std::string& path,
+                               const ConfigOverrides* overrides) {
   PipelineFile pf;
   pf.path = path;
   pf.dir = files::parent_dir(path);
@@ -288,11 +331,16 @@ Result<PipelineFile> read_root(const toml::table& root, const std::string& path)
       BERTH_TRY(std::optional<std::string> name, g.string("name"));
       if (name) {
         if (name->empty()) return g.error(g.node("name"), "name", "must not be empty");
+        if (name->find_first_of("{}") != std::string::npos) {
+          return g.error(g.node("name"), "name", "holds a brace: a pipeline's name is no template");
+        }
         pf.name = std::move(*name);
       }
-      BERTH_CHECK(g.finish());
+      BERTH_CHECK(g.finish({"name"}));
     }
   }
+  BERTH_CHECK(read_config(f, pf, overrides));
+  BERTH_TRY(const toml::table* defaults, read_defaults(f));
   {
     BERTH_TRY(const toml::table* t, f.table("tools"));
     if (t) {
@@ -302,7 +350,7 @@ Result<PipelineFile> read_root(const toml::table& root, const std::string& path)
         const toml::node* n = g.node(name);
         const auto* tt = n->as_table();
         if (!tt) return g.wrong_type(str::printable(name), "a table", *n);
-        BERTH_TRY(ToolSpec tool, read_tool(*tt, name, path));
+        BERTH_TRY(ToolSpec tool, read_tool(*tt, name, pf));
         pf.tools.emplace(name, std::move(tool));
       }
     }
@@ -315,11 +363,11 @@ Result<PipelineFile> read_root(const toml::table& root, const std::string& path)
     for (size_t i = 0; i < a->size(); ++i) {
       const auto* t = (*a)[i].as_table();
       if (!t) return f.error(&(*a)[i], "step", "each step must be a table ([[step]])");
-      BERTH_TRY(StepSpec s, read_step(*t, i, pf));
+      BERTH_TRY(StepSpec s, read_step(*t, i, pf, defaults));
       pf.steps.push_back(std::move(s));
     }
   }
-  BERTH_CHECK(f.finish());
+  BERTH_CHECK(f.finish({"pipeline", "tools", "config", "defaults", "step"}));
   return pf;
 }
 
@@ -332,6 +380,8 @@ void shift_lines(StepSpec& s, uint32_t lines) {
   shift(s.pos);
   for (auto& [name, in] : s.inputs) shift(in.pos);
   for (auto& [key, glob] : s.foreach_globs) shift(glob.pos);
+  if (s.foreach_table) shift(s.foreach_table->pos);
+  for (auto& [key, p] : s.key_pos) shift(p);
 }
 
 // The documents of a file parsed table by table, kept together (parse_pipeline()'s
@@ -354,15 +404,17 @@ constexpr size_t kTablesForTwoThreads = 1024;
 std::optional<PipelineFile> read_by_table(std::string_view text, const std::string& path,
                                           const TableSpans& split,
                                           const std::vector<size_t>* only,
-                                          std::shared_ptr<const void>& document) {
+                                          std::shared_ptr<const void>& document,
+                                          const ConfigOverrides* overrides) {
   auto docs = std::make_shared<TableDocuments>();
   {
     auto head = parse_toml(text.substr(0, split.head), path);
     if (!head.ok() || head->contains("step")) return std::nullopt;
     docs->head = std::move(*head);
   }
-  auto pf = read_root(docs->head, path);
+  auto pf = read_root(docs->head, path, overrides);
   if (!pf.ok()) return std::nullopt;
+  const toml::table* defaults = docs->head.get_as<toml::table>("defaults");
   // The tables read: all of them, or those asked for.
   const size_t n = only ? only->size() : split.tables.size();
   auto table = [&](size_t k) { return only ? (*only)[k] : k; };
@@ -378,7 +430,7 @@ std::optional<PipelineFile> read_by_table(std::string_view text, const std::stri
       if (!doc.ok() || doc->size() != 1) return false;
       const auto* steps = doc->get_as<toml::array>("step");
       if (steps == nullptr || steps->size() != 1 || !(*steps)[0].is_table()) return false;
-      auto s = read_step(*(*steps)[0].as_table(), i, *pf);
+      auto s = read_step(*(*steps)[0].as_table(), i, *pf, defaults);
       if (!s.ok()) return false;
       shift_lines(*s, at.line - 1);
       specs[k].emplace(std::move(*s));
@@ -458,18 +510,27 @@ std::optional<std::string> foreach_key_problem(std::string_view name) {
 }
 
 Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
-                                    std::shared_ptr<const void>& document) {
+                                    std::shared_ptr<const void>& document,
+                                    const ConfigOverrides& overrides) {
   if (text.size() > kMaxPipelineFileBytes) {
     return fail(Errc::kInvalidInput,
                 fmt::format("{}: larger than {} bytes", path, kMaxPipelineFileBytes));
   }
+  const ConfigOverrides* given = overrides.empty() ? nullptr : &overrides;
   if (auto split = split_step_tables(text)) {
-    if (auto pf = read_by_table(text, path, *split, nullptr, document)) return std::move(*pf);
+    if (auto pf = read_by_table(text, path, *split, nullptr, document, given)) {
+      return std::move(*pf);
+    }
   }
   BERTH_TRY(toml::table root, parse_toml(text, path));
   auto kept = std::make_shared<const toml::table>(std::move(root));
   document = kept;
-  return read_root(*kept, path);
+  return read_root(*kept, path, given);
+}
+
+Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
+                                    std::shared_ptr<const void>& document) {
+  return parse_pipeline(text, path, document, ConfigOverrides{});
 }
 
 std::optional<PipelineFile> read_step_tables(std::string_view text, const std::string& path,
@@ -477,7 +538,7 @@ std::optional<PipelineFile> read_step_tables(std::string_view text, const std::s
                                              const std::vector<size_t>& only,
                                              std::shared_ptr<const void>& document) {
   if (text.size() > kMaxPipelineFileBytes) return std::nullopt;
-  return read_by_table(text, path, split, &only, document);
+  return read_by_table(text, path, split, &only, document, nullptr);
 }
 
 Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path) {

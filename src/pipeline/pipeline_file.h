@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeline/config.h"
 #include "pipeline/template.h"
 #include "util/result.h"
 #include "wireup/wireup.h"
@@ -69,6 +70,14 @@ struct ForeachGlob {
   bool operator==(const ForeachGlob&) const = default;
 };
 
+// `foreach = "sweep.csv"`: the combinations are the rows of a table file (spec 04
+// §3.1, foreach_table.h), read when the file is (discover_foreach()).
+struct ForeachTableFile {
+  std::string path;  // as written, relative to the file's dir unless absolute
+  SourcePos pos;
+  bool operator==(const ForeachTableFile&) const = default;
+};
+
 // One [[step]] table, unexpanded (spec 04 §2.3).
 struct StepSpec {
   size_t index = 0;  // position among the file's [[step]] tables, from 0
@@ -79,10 +88,16 @@ struct StepSpec {
   // foreach keys given as { glob = "…" }: their values are found by discover_foreach(),
   // which fills `foreach`, before expansion.
   std::map<std::string, ForeachGlob> foreach_globs;
+  // The combinations are rows, not a grid: every key has as many values, and
+  // combination i takes value i of each (an array of tables, or a table file).
+  bool foreach_rows = false;
+  std::optional<ForeachTableFile> foreach_table;  // rows found in a file, before expansion
   std::optional<std::string> run;               // a shell string, or
   std::optional<std::vector<std::string>> cmd;  // an argv (exactly one of the two)
   std::map<std::string, InputSpec> inputs;
   std::vector<std::string> outputs;  // in the order given; distinct
+  // String params are templates over the foreach keys and {config.X} (expanded per
+  // step, graph.h); other types are their text.
   std::map<std::string, Param> params;
   std::vector<std::string> tools;  // each names a [tools.X]; distinct
   int cores = 1;
@@ -95,10 +110,16 @@ struct StepSpec {
   int retries = 0;
   // Ended, its whole process tree with it, when it runs longer than this.
   std::optional<std::chrono::milliseconds> timeout;
+  // Where each of its own keys is written ("run", "params.rate", "env.X", "inputs.x"),
+  // for errors found when it is expanded; a key taken from [defaults] has none.
+  std::map<std::string, SourcePos> key_pos;
   // output -> form, as CanonicalForm::name() writes it (canonical.h); absent: "bytes"
   std::map<std::string, std::string> canonical;
   std::map<std::string, std::string> env;  // name -> value template
   bool operator==(const StepSpec&) const = default;
+  // Whether its foreach values are found among files (a glob or a table file): such a
+  // table may expand otherwise from the same bytes.
+  bool finds_values_in_files() const { return !foreach_globs.empty() || foreach_table; }
 };
 
 // Where a pipeline file's [[step]] tables lie. A file is read table by table when it
@@ -132,6 +153,8 @@ struct PipelineFile {
   std::string dir;   // the directory inputs are relative to ("." for a bare file name)
   std::string name;  // [pipeline] name; default: the file's stem
   std::map<std::string, ToolSpec> tools;
+  // [config] (spec 04 §2.4) with the run's overrides applied: {config.X} -> value.
+  std::map<std::string, Param> config;
   std::vector<StepSpec> steps;  // in file order
   // Where each of `steps` was written, when the file was read table by table (one span
   // per step); empty when it was read whole.
@@ -149,6 +172,10 @@ Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& pa
 // ~10^5 allocations, 12 ms to free one at a time).
 Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
                                     std::shared_ptr<const void>& document);
+// The same with --config / --configfile overrides of its [config] (config.h).
+Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& path,
+                                    std::shared_ptr<const void>& document,
+                                    const ConfigOverrides& overrides);
 
 // Part of the file: its head and the [[step]] tables `only` (indices into
 // split.tables, ascending), each read alone as parse_pipeline() reads them. The

@@ -441,14 +441,14 @@ constexpr size_t kKeepDocumentBelow = 1 << 20;
 Result<void> Session::State::load_graph() {
   // Kept only to be left to the operating system with the rest (process_exits).
   std::shared_ptr<const void> kept;
-  BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline, kept));
+  BERTH_TRY(PipelineFile file, parse_pipeline(text, o.pipeline, kept, o.config));
   if (o.process_exits && text.size() < kKeepDocumentBelow) document = std::move(kept);
   kept.reset();
   tables = file.tables.size();
   if (settled && !same) same_tables = tables_as_recorded(file);
   globbed.clear();
   for (const StepSpec& spec : file.steps) {
-    if (!spec.foreach_globs.empty()) globbed.push_back(static_cast<uint32_t>(spec.index));
+    if (spec.finds_values_in_files()) globbed.push_back(static_cast<uint32_t>(spec.index));
   }
   BERTH_TRY(discovered, discover_foreach(file, DiscoveryFs::real()));
   // A file the settled record's check just found with its stamp exists: not stat'ed
@@ -544,7 +544,7 @@ bool Session::State::load_tables(const std::vector<char>* fresh) {
   g.tools = part->tools;
   std::vector<uint32_t> globs;
   for (const StepSpec& spec : part->steps) {
-    if (!spec.foreach_globs.empty()) globs.push_back(static_cast<uint32_t>(spec.index));
+    if (spec.finds_values_in_files()) globs.push_back(static_cast<uint32_t>(spec.index));
   }
   GraphPlaces places;
   places.index_of = [&at](std::string_view name) -> std::optional<size_t> {
@@ -655,7 +655,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
       o.results.empty() ? (fs::path(s.bdir).parent_path() / "results").string() : o.results;
   s.cwd = fs::current_path().string();
   s.abs_results = fs::absolute(s.results_dir).lexically_normal().string();
-  s.may_settle = !o.dry_run && !o.worker && o.targets.empty();
+  s.may_settle = !o.dry_run && !o.worker && o.targets.empty() && o.config.empty();
   if (s.may_settle) {
     std::string cache_dir = o.cache.empty() ? s.bdir + "/cache" : fs::absolute(o.cache).string();
     std::string ix = cache_dir + "/index.sqlite";

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeline/config.h"
 #include "pipeline/executor.h"
 #include "pipeline/report.h"
 #include "place/launcher.h"
@@ -45,6 +46,9 @@ struct SessionOptions {
   // they need, nothing else (targets.h); empty: every step. A run with targets neither
   // uses nor leaves a settled record, which is of the whole pipeline.
   std::vector<std::string> targets;
+  // --config / --configfile (config.h). A run given any neither uses nor leaves a
+  // settled record, which is of the file as written.
+  ConfigOverrides config;
   std::string store;     // a store URL; "" = file://<dir>/.berth/store
   std::string results;   // the results directory; "" = <dir>/results
   std::string cache;     // the cache directory; "" = <dir>/.berth/cache (a worker's own)

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "util/strings.h"
+#include "util/suggest.h"
 
 namespace berth::pipeline {
 
@@ -38,11 +39,18 @@ Result<Graph> select_targets(Graph g, const std::vector<std::string>& targets) {
       any = true;
     }
     if (!any) {
+      std::string hint;
+      if (!is_target_pattern(t)) {
+        std::vector<std::string_view> names;
+        names.reserve(n);
+        for (const Step& s : g.steps) names.push_back(s.name);
+        hint = str::did_you_mean(t, names);
+      }
       return fail(Errc::kInvalidInput,
-                  fmt::format("{}: {} '{}'", g.path,
+                  fmt::format("{}: {} '{}'{}", g.path,
                               is_target_pattern(t) ? "no step matches the pattern"
                                                    : "no step is named",
-                              str::printable(t)));
+                              str::printable(t), hint));
     }
   }
   // 2. Everything they need: the steps they read from, and theirs, and so on.

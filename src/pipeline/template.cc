@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "util/strings.h"
+#include "util/suggest.h"
 
 namespace berth::pipeline {
 namespace {
@@ -19,9 +20,51 @@ void append_text(Word& w, std::string_view text) {
   }
 }
 
-Failure names_nothing(std::string_view name) {
+// Whether `name` could be a placeholder's name at all: shell braces (`{print $1}`,
+// `${HOME}` is fine, `{a,b}`) hold characters no placeholder has.
+bool could_be_placeholder(std::string_view name) {
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return str::is_alnum(c) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+// Every name a placeholder may use under `scope` with foreach keys `keys`.
+std::vector<std::string> names_in(const std::vector<std::string>& keys, const Scope& scope) {
+  std::vector<std::string> names(keys.begin(), keys.end());
+  auto add = [&names](std::string_view prefix, const auto* m) {
+    if (!m) return;
+    for (const auto& item : *m) {
+      if constexpr (requires { item.first; }) {
+        names.push_back(std::string(prefix) + item.first);
+      } else {
+        names.push_back(std::string(prefix) + item);
+      }
+    }
+  };
+  add("param.", scope.params);
+  add("param.", scope.param_templates);
+  add("config.", scope.config);
+  add("in.", scope.inputs);
+  add("out.", scope.outputs);
+  if (scope.cores) names.emplace_back("cores");
+  if (scope.gpus) names.emplace_back("gpus");
+  if (scope.tasks) names.emplace_back("tasks");
+  if (scope.nodes) names.emplace_back("nodes");
+  return names;
+}
+
+Failure names_nothing(std::string_view name, const std::vector<std::string>& keys,
+                      const Scope& scope) {
+  std::string hint;
+  if (!could_be_placeholder(name)) {
+    hint = " (braces that are not a placeholder, as in a shell or awk script, are written "
+           "{{ and }})";
+  } else {
+    std::vector<std::string> names = names_in(keys, scope);
+    hint = str::did_you_mean(name, std::vector<std::string_view>(names.begin(), names.end()));
+  }
   return fail(Errc::kInvalidInput,
-              fmt::format("placeholder {{{}}} names nothing", str::printable(name)));
+              fmt::format("placeholder {{{}}} names nothing here{}", str::printable(name), hint));
 }
 
 // The name after `prefix` ("in." in "in.text"), or nullopt when `name` lacks it.
@@ -124,21 +167,43 @@ Result<Template> Template::compile(std::string_view text, const std::vector<std:
           continue;
         }
       }
-      return names_nothing(name);
+      if (scope.param_templates) {
+        if (auto it = scope.param_templates->find(*x); it != scope.param_templates->end()) {
+          // The param's own pieces: its foreach keys are this template's keys too.
+          for (const Piece& q : it->second->pieces_) {
+            if (q.key < 0) {
+              literal(q.text);
+            } else {
+              t.pieces_.push_back(q);
+            }
+          }
+          continue;
+        }
+      }
+      return names_nothing(name, keys, scope);
+    }
+    if (auto x = after(name, "config.")) {
+      if (scope.config) {
+        if (auto it = scope.config->find(*x); it != scope.config->end()) {
+          literal(it->second.text);
+          continue;
+        }
+      }
+      return names_nothing(name, keys, scope);
     }
     if (auto x = after(name, "in.")) {
       if (scope.inputs && scope.inputs->count(*x)) {
         t.pieces_.push_back(Piece{Segment::Kind::kInput, std::move(*x), -1});
         continue;
       }
-      return names_nothing(name);
+      return names_nothing(name, keys, scope);
     }
     if (auto x = after(name, "out.")) {
       if (scope.outputs && scope.outputs->count(*x)) {
         t.pieces_.push_back(Piece{Segment::Kind::kOutput, std::move(*x), -1});
         continue;
       }
-      return names_nothing(name);
+      return names_nothing(name, keys, scope);
     }
     const std::optional<int>* resource = nullptr;
     if (name == "cores") resource = &scope.cores;
@@ -149,7 +214,7 @@ Result<Template> Template::compile(std::string_view text, const std::vector<std:
       literal(std::to_string(**resource));
       continue;
     }
-    return names_nothing(name);
+    return names_nothing(name, keys, scope);
   }
   return t;
 }
@@ -172,6 +237,10 @@ std::string Template::expand_plain(const std::vector<std::string_view>& values) 
     out += p.key >= 0 ? values[static_cast<size_t>(p.key)] : std::string_view(p.text);
   }
   return out;
+}
+
+bool Template::uses_keys() const {
+  return std::any_of(pieces_.begin(), pieces_.end(), [](const Piece& p) { return p.key >= 0; });
 }
 
 bool Template::uses_key(size_t k) const {

@@ -58,13 +58,20 @@ const char* param_type_name(Param::Type t);
 struct Scope {
   const std::map<std::string, std::string>* bindings = nullptr;  // foreach key -> value
   const std::map<std::string, Param>* params = nullptr;          // {param.X}
+  // {param.X} whose value is itself a template over the foreach keys (a string param
+  // holding {key}): spliced in, so each step gets its own value (graph.h).
+  const std::map<std::string, const class Template*>* param_templates = nullptr;
+  const std::map<std::string, Param>* config = nullptr;          // {config.X}
   const std::set<std::string>* inputs = nullptr;                 // {in.X}
   const std::set<std::string>* outputs = nullptr;                // {out.X}
   std::optional<int> cores, gpus, tasks, nodes;                  // {cores} ...
 };
 
 // Expands `text` against `scope`. Fails (kInvalidInput, message "placeholder {x} names
-// nothing" or a parse_template() message) on the first placeholder the scope lacks.
+// nothing" or a parse_template() message) on the first placeholder the scope lacks; the
+// message adds the closest name the scope has ("did you mean"), or, when the braces
+// could not hold a placeholder at all (shell braces: `awk '{print $1}'`), how to write
+// literal braces.
 Result<Word> expand_template(std::string_view text, const Scope& scope);
 
 // A template parsed and checked once, then expanded once per foreach combination: what
@@ -92,6 +99,9 @@ class Template {
   // that a list input is a whole argv word (spec 04 §3.3).
   std::vector<std::string> inputs() const;
   bool only_one_piece() const { return pieces_.size() == 1; }
+  // Whether any piece is a foreach key's value (else expand_plain() of nothing is its
+  // whole text).
+  bool uses_keys() const;
 
  private:
   struct Piece {

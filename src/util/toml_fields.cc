@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "util/strings.h"
+#include "util/suggest.h"
 
 namespace berth {
 
@@ -165,14 +166,14 @@ TomlFields TomlFields::sub(const toml::table& t, std::string_view k) const {
   return TomlFields(t, file_, limits_, context_, key(k));
 }
 
-Result<void> TomlFields::finish() const {
+Result<void> TomlFields::finish(const std::vector<std::string_view>& known) const {
   // Every key of the table that nobody read is an error: a misspelt key would
   // otherwise be a silently ignored setting.
   std::vector<const toml::node*> seen = seen_;
   std::sort(seen.begin(), seen.end());
   for (const auto& [k, v] : t_) {
     if (!std::binary_search(seen.begin(), seen.end(), &v)) {
-      return error(&v, str::printable(k.str()), "unknown key");
+      return error(&v, str::printable(k.str()), "unknown key" + str::did_you_mean(k.str(), known));
     }
   }
   return Ok{};

@@ -87,8 +87,9 @@ class TomlFields {
   // and limits.
   TomlFields sub(const toml::table& t, std::string_view k) const;
 
-  // Fails on the first key of the table (in file order) that nobody read: "unknown key".
-  Result<void> finish() const;
+  // Fails on the first key of the table (in file order) that nobody read: "unknown key",
+  // with "(did you mean 'x'?)" when one of `known` (the keys the table may hold) is close.
+  Result<void> finish(const std::vector<std::string_view>& known = {}) const;
 
   const TomlLimits& limits() const { return limits_; }
 
