@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# What a pipeline file can say, and never a silently wrong result: a sweep whose params
+# hold its foreach key is expanded (never one key for all), floats are one value each,
+# combinations can be written out; a step that can never fit is refused while the rest
+# runs; and every mistake is an error at its key, with what to write instead.
+. "$(dirname "$0")/common.sh"
+cd "$T"
+states() { json "' '.join(s['name'] + '=' + s['state'] for s in j['steps'])"; }
+
+# The collapsed sweep: {lr} in params is each step's own value, and its own key.
+cat >sweep.toml <<'TOML'
+[[step]]
+name = "sim-{lr}"
+foreach = { lr = ["0.1", "0.01"] }
+params = { rate = "{lr}" }
+run = "echo {param.rate} > {out.o}"
+outputs = ["o"]
+TOML
+run run sweep.toml --format json
+expect_eq "sweep: both simulations ran" "$(states)" "sim-0.1=executed sim-0.01=executed"
+expect_eq "sweep: sim-0.1 has its own rate" "$(cat results/sim-0.1/o)" "0.1"
+expect_eq "sweep: sim-0.01 has its own rate" "$(cat results/sim-0.01/o)" "0.01"
+expect_eq "sweep: two keys" "$(json "len({s['key'] for s in j['steps']})")" 2
+
+# Floats and booleans are values, one text each; combinations written out are one step
+# each.
+cat >values.toml <<'TOML'
+[[step]]
+name = "g-{lr}-{on}"
+foreach = { lr = [0.10, 1e-3], on = [true] }
+run = "echo {lr} > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "z-{a}-{b}"
+foreach = [{ a = 1, b = "x" }, { a = 2, b = "y" }]
+run = "echo {a}{b} > {out.o}"
+outputs = ["o"]
+TOML
+run run values.toml --format json
+expect_eq "values: floats in their shortest text, pairs as written" "$(states)" \
+  "g-0.1-true=executed g-0.001-true=executed z-1-x=executed z-2-y=executed"
+
+# Refused, not stopped: the GPU step is refused with its reason, what reads from it is
+# skipped, the rest runs, and the exit status says the run was not complete.
+cat >gpu.toml <<'TOML'
+[[step]]
+name = "train"
+gpus = 4096
+run = "echo model > {out.m}"
+outputs = ["m"]
+
+[[step]]
+name = "evaluate"
+inputs = { m = "@train/m" }
+run = "cat {in.m} > {out.r}"
+outputs = ["r"]
+
+[[step]]
+name = "prepare"
+run = "echo ok > {out.o}"
+outputs = ["o"]
+TOML
+run run gpu.toml --format json
+expect_eq "refused: exit 1" "$RC" 1
+expect_eq "refused: states" "$(states)" "train=refused evaluate=skipped prepare=executed"
+expect_contains "refused: the reason" "$(json "j['steps'][0]['reason']")" "can never run here"
+expect_eq "refused: the rest ran" "$(cat results/prepare/o)" "ok"
+
+# Errors a user can act on, each at its key.
+bad() {  # bad NAME NEEDLE TOML
+  printf '%s\n' "$3" >bad.toml
+  expect_bad_input "$1" "$2" run bad.toml
+}
+bad "shell braces: how to write them" \
+  "bad.toml:3:7: step 'x': run: placeholder {print \$1} names nothing here (braces that are not a placeholder, as in a shell or awk script, are written {{ and }})" \
+  $'[[step]]\nname = "x"\nrun = "awk \'{print $1}\' f"'
+bad "a param naming nothing, at its key" "bad.toml:4:16: step 'x': params.p: placeholder {nope} names nothing" \
+  $'[[step]]\nname = "x"\nrun = "true"\nparams = { p = "{nope}" }'
+bad "a placeholder with a close name" "placeholder {samle} names nothing here (did you mean 'sample'?)" \
+  $'[[step]]\nname = "x-{sample}"\nforeach = { sample = ["a"] }\nrun = "echo {samle}"'
+bad "a misspelt key" "bad.toml:3:6: step 'x': rn: unknown key (did you mean 'run'?)" \
+  $'[[step]]\nname = "x"\nrn = "true"'
+bad "a misspelt reference" "names no step 'prepar' (did you mean 'prepare'?)" \
+  $'[[step]]\nname = "prepare"\nrun = "true"\noutputs = ["o"]\n[[step]]\nname = "x"\ninputs = { a = "@prepar/o" }\nrun = "true"'
+bad "a fan-in matching nothing" "bad.toml:8:16: step 'x': inputs.a: '@b-*/o' matches no step" \
+  $'[[step]]\nname = "a-{i}"\nforeach = { i = [1, 2] }\nrun = "true"\noutputs = ["o"]\n[[step]]\nname = "x"\ninputs = { a = "@b-*/o" }\nrun = "true"'
+bad "combinations with other keys" "foreach[1].b: foreach[0] has no key 'b'" \
+  $'[[step]]\nname = "x-{a}"\nforeach = [{ a = 1 }, { a = 2, b = 3 }]\nrun = "true"'
+bad "a default a step cannot take" "defaults.name: unknown key (a step's own; not one [defaults] can give)" \
+  $'[defaults]\nname = "x"\n[[step]]\nname = "x"\nrun = "true"'
+bad "a pipeline name with a brace" "pipeline.name: holds a brace" \
+  $'[pipeline]\nname = "p-{x}"\n[[step]]\nname = "x"\nrun = "true"'
+bad "a config placeholder naming nothing" "placeholder {config.threds} names nothing here (did you mean 'config.threads'?)" \
+  $'[config]\nthreads = 2\n[[step]]\nname = "x"\nrun = "echo {config.threds}"'
+printf 'a,b\n1,2\n3\n' >rows.csv
+bad "a table file's short row, at its line" "rows.csv:3:1: a row of 1 field(s); the header has 2 (a,b)" \
+  $'[[step]]\nname = "x-{a}-{b}"\nforeach = "rows.csv"\nrun = "true"'
+expect_bad_input "a target with a close name" "no step is named 'prepar' (did you mean 'prepare'?)" \
+  run gpu.toml prepar
+finish
