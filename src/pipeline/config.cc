@@ -34,9 +34,10 @@ std::string undeclared(const std::map<std::string, Param>& config, std::string_v
       config.empty() ? " (it has no [config] table)" : str::did_you_mean(name, names_of(config)));
 }
 
-Result<void> apply_file(std::map<std::string, Param>& config, const std::string& path,
-                        const std::string& pipeline) {
-  BERTH_TRY(std::string text, files::read_file(path, kMaxConfigFileBytes));
+}  // namespace
+
+Result<void> apply_config_text(std::map<std::string, Param>& config, std::string_view text,
+                               const std::string& path, const std::string& pipeline) {
   BERTH_TRY(toml::table root, parse_toml(text, path));
   TomlFields f(root, path, kLimits);
   for (const auto& [key, value] : root) {
@@ -62,8 +63,6 @@ Result<void> apply_file(std::map<std::string, Param>& config, const std::string&
   }
   return Ok{};
 }
-
-}  // namespace
 
 Result<Param> config_value_of(Param::Type type, std::string_view text) {
   switch (type) {
@@ -97,7 +96,9 @@ Result<Param> config_value_of(Param::Type type, std::string_view text) {
 Result<void> apply_config_overrides(std::map<std::string, Param>& config,
                                     const ConfigOverrides& overrides, const std::string& pipeline) {
   for (const std::string& file : overrides.files) {
-    auto applied = apply_file(config, file, pipeline);
+    auto text = files::read_file(file, kMaxConfigFileBytes);
+    if (!text.ok()) return text.error().with_context("--configfile");
+    auto applied = apply_config_text(config, *text, file, pipeline);
     if (!applied.ok()) return applied.error().with_context("--configfile");
   }
   for (const std::string& a : overrides.assignments) {

@@ -43,4 +43,9 @@ Result<Param> config_value_of(Param::Type type, std::string_view text);
 Result<void> apply_config_overrides(std::map<std::string, Param>& config,
                                     const ConfigOverrides& overrides, const std::string& pipeline);
 
+// One --configfile's text (the file at `path`, for messages) applied to `config`; fails
+// as apply_config_overrides() does, naming path:line:col.
+Result<void> apply_config_text(std::map<std::string, Param>& config, std::string_view text,
+                               const std::string& path, const std::string& pipeline);
+
 }  // namespace berth::pipeline
