@@ -267,15 +267,22 @@ expect_eq "dry run: ordinary" "$(settled) $RC" "False 0"
 run run pipeline.toml --format json --worker w1 --store "file://$T/p/.berth/store"
 expect_eq "worker: ordinary, all cached" "$(settled) $(counts)" "False 0 executed 4 cached"
 
-# A pool that can no longer hold a step: refused, as the ordinary path refuses it.
+# A pool that can no longer hold a step: not answered from the record; the step is
+# refused, as the ordinary path refuses it, and every other step is as it was.
 if (($(nproc) >= 2)); then
   printf '\n[[step]]\nname = "wide"\ncmd = ["touch", "{out.o}"]\noutputs = ["o"]\ncores = 2\n' >>pipeline.toml
   settle
   run run pipeline.toml --format json --host localhost:1
-  expect_eq "smaller pool: refused before anything runs" "$RC" 2
-  expect_contains "smaller pool: says which step" "$ERR" "step 'wide' can never run here"
+  expect_eq "smaller pool: not settled, exit 1" "$(settled) $RC" "False 1"
+  expect_eq "smaller pool: wide refused, the rest cached" \
+    "$(json "j['refused']") $(json "j['cached']") $(json "j['executed']")" "1 4 0"
+  expect_contains "smaller pool: says why" \
+    "$(json "[s['reason'] for s in j['steps'] if s['name'] == 'wide'][0]")" "can never run here"
   run run pipeline.toml --format json
-  expect_eq "back on the whole pool: settled" "$(settled)" True
+  expect_eq "back on the whole pool: everything cached" "$(settled) $(counts)" \
+    "False 0 executed 5 cached"
+  run run pipeline.toml --format json
+  expect_eq "back on the whole pool: settled again" "$(settled)" True
 else
   echo "skip smaller pool: fewer than 2 cores"
 fi
