@@ -1024,8 +1024,8 @@ void Executor::collect_settled() {
 }
 
 void Executor::summarise_notices() {
-  // One line for the run: how many steps asked for what their launcher did not do, and
-  // the first of them with its first notice; every step keeps its own lines.
+  // One line for the run: how many steps have notices (what their launcher did not do,
+  // files they left undeclared), the first with its first; each step keeps its own.
   std::vector<size_t> noted;
   for (size_t i = 0; i < report_.steps.size(); ++i) {
     if (!report_.steps[i].notices.empty()) noted.push_back(i);
@@ -1033,7 +1033,7 @@ void Executor::summarise_notices() {
   if (noted.empty()) return;
   const StepRecord& first = report_.steps[noted[0]];
   report_.launch_notices.push_back(fmt::format(
-      "{} step(s) asked for what their launcher did not do; {}: {}{}", noted.size(), first.name,
+      "{} step(s) have notices; {}: {}{}", noted.size(), first.name,
       first.notices[0], noted.size() > 1 ? " (each step's notices are in the report)" : ""));
 }
 

@@ -72,6 +72,13 @@ struct PendingRef {
   size_t item;
 };
 
+// Input files that do not exist: the first few messages, and how many in all.
+struct MissingFiles {
+  static constexpr size_t kNamed = 10;
+  std::vector<std::string> named;
+  size_t count = 0;
+};
+
 // One [[step]] table, compiled once: its shared part (StepTable) and every template,
 // checked against what may be named where (spec 04 §3.2), ready to expand once per
 // foreach combination.
@@ -228,7 +235,8 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
 Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s, const CompiledStep& c,
                         size_t combination, std::string name,
                         const std::vector<std::string_view>& values, const FileExists& exists,
-                        std::vector<std::pair<std::string, size_t>>& refs) {
+                        std::vector<std::pair<std::string, size_t>>& refs,
+                        MissingFiles& missing) {
   Step st(c.table);
   st.name = std::move(name);
   st.spec = s.index;
@@ -260,11 +268,16 @@ Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s, const Compile
       } else {
         item.kind = InputItem::Kind::kFile;
         item.path = join_path(pf.dir, item.text);
-        // Checked now, so that a typo fails the run before any step has started.
+        // Checked now, so that a typo fails the run before any step has started; every
+        // missing file is named at once, not one per run.
         if (!exists(item.path)) {
-          return fail(Errc::kNotFound,
-                      fmt::format("{}: inputs.{}: input file {} does not exist", st.origin(),
-                                  t.name, str::printable(item.path, 200)));
+          if (missing.named.size() < MissingFiles::kNamed) {
+            missing.named.push_back(fmt::format(
+                "{}: inputs.{}: input file {} does not exist",
+                at_key(pf, s, st.origin(), "inputs." + t.name), t.name,
+                str::printable(item.path, 200)));
+          }
+          ++missing.count;
         }
       }
       in.items.push_back(std::move(item));
@@ -395,7 +408,7 @@ Result<std::vector<Step>> topological(std::vector<Step> steps, const std::string
     std::vector<std::string> names;
     for (size_t i : find_cycle(steps, left)) names.push_back(steps[i].name);
     return fail(Errc::kInvalidInput,
-                fmt::format("{}: cycle: {} (each step reads an output of the next)", path,
+                fmt::format("{}: cycle: {} (data flows left to right: each step's output is read by the next)", path,
                             str::join(names, " -> ")));
   }
   std::vector<size_t> new_index(n);
@@ -485,6 +498,18 @@ Result<Graph> expand(const PipelineFile& file, const FileExists& exists) {
 
 namespace {
 
+// Every missing input file, in one error: the first few named, then how many more.
+Result<void> missing_files(const MissingFiles& missing) {
+  if (missing.count == 0) return Ok{};
+  if (missing.count == 1) return fail(Errc::kNotFound, missing.named[0]);
+  return fail(Errc::kNotFound,
+              fmt::format("{} input files do not exist: {}{}", missing.count,
+                          str::join(missing.named, "; "),
+                          missing.count > missing.named.size()
+                              ? fmt::format("; and {} more", missing.count - missing.named.size())
+                              : std::string()));
+}
+
 // Step 1 of expand(): every [[step]] of `file` over its foreach product, in file order,
 // into `steps`, each "@step/output" reference left in `pending`; `by_name` indexes them.
 Result<void> expand_specs(PipelineFile& file, const FileExists& exists, std::vector<Step>& steps,
@@ -504,6 +529,7 @@ Result<void> expand_specs(PipelineFile& file, const FileExists& exists, std::vec
   by_name.reserve(total);
   std::vector<std::string_view> values;
   std::vector<std::pair<std::string, size_t>> refs;
+  MissingFiles missing;
   for (StepSpec& s : file.steps) {
     const size_t count = *combinations(s);
     BERTH_TRY(CompiledStep c, compile_step(file, s));
@@ -529,13 +555,14 @@ Result<void> expand_specs(PipelineFile& file, const FileExists& exists, std::vec
                                 str::printable(name), o.origin()));
       }
       refs.clear();
-      BERTH_TRY(Step st, expand_one(file, s, c, i, std::move(name), values, exists, refs));
+      BERTH_TRY(Step st,
+                expand_one(file, s, c, i, std::move(name), values, exists, refs, missing));
       for (auto& [input, item] : refs) pending.push_back(PendingRef{steps.size(), input, item});
       steps.push_back(std::move(st));
       by_name.insert(steps.size() - 1);
     }
   }
-  return Ok{};
+  return missing_files(missing);
 }
 
 void sort_deps(std::vector<Step>& steps) {

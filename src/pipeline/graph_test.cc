@@ -255,7 +255,8 @@ TEST(Graph, RejectsBadPipelinesNamingStepAndProblem) {
        "[[step]]\nname = 'b'\ninputs = { x = '@a/o' }\nrun = 'x'\noutputs = ['o']\n"
        "[[step]]\nname = 'c'\ninputs = { x = '@b/o' }\nrun = 'x'\noutputs = ['o']\n"
        "[[step]]\nname = 'd'\ninputs = { x = '@c/o' }\nrun = 'x'\n",
-       "p.toml: cycle: a -> b -> c -> a"},
+       "p.toml: cycle: a -> b -> c -> a (data flows left to right: each step's output is read "
+       "by the next)"},
       {"[[step]]\nname = 's-{a}-{b}'\nrun = 'x'\nforeach = { a = ["
        "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31"
        "], b = [0,1,2,3,4,5,6,7,8,9], c = ["
@@ -279,8 +280,29 @@ TEST(Graph, MissingInputFileIsNamedWithStepInputAndPath) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().code(), Errc::kNotFound);
   EXPECT_EQ(g.error().message(),
-            "w/example.toml:7:1: step 'count-{sample}' ('count-b'): inputs.text: input file "
+            "w/example.toml:12:19: step 'count-{sample}' ('count-b'): inputs.text: input file "
             "w/data/b.txt does not exist");
+}
+
+// Every missing file is named in one error, not one per run.
+TEST(Graph, EveryMissingInputFileIsNamedAtOnce) {
+  auto g = expand_text(testdata::kSpecExample, only({"w/data/b.txt"}), "w/example.toml");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().code(), Errc::kNotFound);
+  EXPECT_EQ(g.error().message(),
+            "2 input files do not exist: w/example.toml:12:19: step 'count-{sample}' "
+            "('count-a'): inputs.text: input file w/data/a.txt does not exist; "
+            "w/example.toml:12:19: step 'count-{sample}' ('count-c'): inputs.text: input file "
+            "w/data/c.txt does not exist");
+  std::string many = "[[step]]\nname = 's-{i}'\nforeach = { i = [";
+  for (int i = 0; i < 25; ++i) many += (i ? ", " : "") + std::to_string(i);
+  many += "] }\ninputs = { x = 'd/{i}' }\nrun = 'x'\n";
+  auto m = expand_text(many, only({}));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message().rfind("25 input files do not exist: ", 0), 0u)
+      << m.error().message();
+  EXPECT_NE(m.error().message().find("d/9 does not exist; and 15 more"), std::string::npos)
+      << m.error().message();
 }
 
 TEST(Graph, DepsAreDistinctWhenOneStepFeedsSeveralInputs) {

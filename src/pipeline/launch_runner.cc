@@ -11,6 +11,7 @@
 #include "pipeline/canonical.h"
 #include "pipeline/canonicaliser.h"
 #include "pipeline/command.h"
+#include "pipeline/leftovers.h"
 #include "pipeline/worker.h"
 #include "place/render.h"
 #include "util/files.h"
@@ -282,6 +283,11 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
       return d;
     }
     return failed(why, outcome->exit_code);
+  }
+
+  // What it left beside its outputs is removed with the directory: said, by name.
+  if (auto left = leftovers_notice(undeclared_files(stage, s.outputs))) {
+    r.notices.push_back(std::move(*left));
   }
 
   // Every file input it read still has the stamp its hash is of: otherwise its

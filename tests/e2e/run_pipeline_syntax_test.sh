@@ -67,6 +67,31 @@ expect_eq "refused: states" "$(states)" "train=refused evaluate=skipped prepare=
 expect_contains "refused: the reason" "$(json "j['steps'][0]['reason']")" "can never run here"
 expect_eq "refused: the rest ran" "$(cat results/prepare/o)" "ok"
 
+# Files a step leaves beside its outputs are named in a notice, not dropped silently.
+cat >extra.toml <<'TOML'
+[[step]]
+name = "plot"
+run = "echo t > {out.table}; echo png > plot.png; echo x > out/extra.csv"
+outputs = ["table"]
+TOML
+run run extra.toml --format json
+expect_eq "leftovers: the step executed" "$(states)" "plot=executed"
+expect_eq "leftovers: named in the step's notice" "$(json "j['steps'][0]['notices'][0]")" \
+  "left 2 file(s) it did not declare as outputs, removed with its staging directory: out/extra.csv, plot.png (name one in \`outputs\` to keep it)"
+expect_contains "leftovers: and on the run's line" "$(json "j['notices']")" "1 step(s) have notices; plot: left 2 file(s)"
+
+# Every missing input file at once.
+printf '[[step]]\nname = "c-{s}"\nforeach = { s = ["a", "b"] }\ninputs = { t = "data/{s}.txt" }\nrun = "cat {in.t}"\n' >miss.toml
+expect_bad_input "every missing input at once" \
+  "2 input files do not exist: miss.toml:4:16: step 'c-{s}' ('c-a'): inputs.t: input file data/a.txt does not exist; miss.toml:4:16: step 'c-{s}' ('c-b'): inputs.t: input file data/b.txt does not exist" \
+  run miss.toml
+
+# A cycle, in the direction data flows.
+printf '[[step]]\nname = "a"\ninputs = { x = "@b/o" }\nrun = "x"\noutputs = ["o"]\n[[step]]\nname = "b"\ninputs = { x = "@a/o" }\nrun = "x"\noutputs = ["o"]\n' >cycle.toml
+expect_bad_input "a cycle, as data flows" \
+  "cycle.toml: cycle: a -> b -> a (data flows left to right: each step's output is read by the next)" \
+  run cycle.toml
+
 # Errors a user can act on, each at its key.
 bad() {  # bad NAME NEEDLE TOML
   printf '%s\n' "$3" >bad.toml
