@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "pipeline/beside.h"
 #include "pipeline/fan_in.h"
 #include "util/flat_index.h"
 #include "util/strings.h"
@@ -530,9 +531,11 @@ Result<void> expand_specs(PipelineFile& file, const FileExists& exists, std::vec
   std::vector<std::string_view> values;
   std::vector<std::pair<std::string, size_t>> refs;
   MissingFiles missing;
+  BesideFiles beside(file.dir);
   for (StepSpec& s : file.steps) {
     const size_t count = *combinations(s);
     BERTH_TRY(CompiledStep c, compile_step(file, s));
+    const bool scan = BesideFiles::may_name_files(*c.table);
     for (size_t i = 0; i < count; ++i) {
       if (only && !(*only)(s.index, static_cast<uint32_t>(i))) continue;
       values_of(*c.table, i, values);
@@ -557,6 +560,18 @@ Result<void> expand_specs(PipelineFile& file, const FileExists& exists, std::vec
       refs.clear();
       BERTH_TRY(Step st,
                 expand_one(file, s, c, i, std::move(name), values, exists, refs, missing));
+      // Files beside the pipeline its command names are inputs of its own (beside.h).
+      if (scan) {
+        for (const std::string& rel : beside.named_by(st)) {
+          Input in;
+          in.name = beside_input_name(rel);
+          InputItem item;
+          item.text = rel;
+          item.path = join_path(file.dir, rel);
+          in.items.push_back(std::move(item));
+          st.inputs.emplace(in.name, std::move(in));
+        }
+      }
       for (auto& [input, item] : refs) pending.push_back(PendingRef{steps.size(), input, item});
       steps.push_back(std::move(st));
       by_name.insert(steps.size() - 1);

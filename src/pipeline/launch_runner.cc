@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/job.h"
+#include "pipeline/beside.h"
 #include "pipeline/canonical.h"
 #include "pipeline/canonicaliser.h"
 #include "pipeline/command.h"
@@ -156,7 +157,11 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     json items = json::array();
     for (size_t k = 0; k < input.items.size(); ++k) {
       const InputItem& item = input.items[k];
-      std::string dest = fmt::format("{}/in/{}.{}", stage, name, k);
+      // A file beside the pipeline its command names goes where the command looks for
+      // it: at its own relative path (beside.h); every other input under in/.
+      const std::string beside = beside_path_of(name);
+      std::string dest = beside.empty() ? fmt::format("{}/in/{}.{}", stage, name, k)
+                                        : stage_beside(stage, beside);
       if (item.kind == InputItem::Kind::kFile) {
         auto linked = stage_input(item.path, dest);
         if (!linked.ok()) return failed(linked.error().message());
@@ -286,7 +291,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   }
 
   // What it left beside its outputs is removed with the directory: said, by name.
-  if (auto left = leftovers_notice(undeclared_files(stage, s.outputs))) {
+  if (auto left = leftovers_notice(undeclared_files(stage, s.outputs, staged_beside(s)))) {
     r.notices.push_back(std::move(*left));
   }
 

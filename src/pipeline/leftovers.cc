@@ -31,10 +31,13 @@ std::vector<std::string> entries(const std::string& dir) {
 }  // namespace
 
 std::vector<std::string> undeclared_files(const std::string& stage,
-                                          const std::vector<std::string>& outputs) {
+                                          const std::vector<std::string>& outputs,
+                                          const std::vector<std::string>& staged) {
   std::vector<std::string> out;
   for (const std::string& name : entries(stage)) {
-    if (name != "in/" && name != "out/") out.push_back(name);
+    if (name == "in/" || name == "out/") continue;
+    if (std::find(staged.begin(), staged.end(), name) != staged.end()) continue;
+    out.push_back(name);
   }
   for (const std::string& name : entries(stage + "/out")) {
     std::string bare = name.ends_with('/') ? name.substr(0, name.size() - 1) : name;

@@ -10,11 +10,13 @@
 
 namespace berth::pipeline {
 
-// The entries of `stage` other than in/ and out/, and of out/ other than `outputs`, as
+// The entries of `stage` other than in/, out/ and `staged` (what berth put there
+// itself: files beside the pipeline, beside.h), and of out/ other than `outputs`, as
 // paths relative to `stage` ("plot.png", "tmp/", "out/extra.csv"; a directory ends in
 // '/'), sorted. Entries that cannot be listed are left out.
 std::vector<std::string> undeclared_files(const std::string& stage,
-                                          const std::vector<std::string>& outputs);
+                                          const std::vector<std::string>& outputs,
+                                          const std::vector<std::string>& staged = {});
 
 // The step's notice for `files` (nullopt when there are none): at most `shown` named,
 // then how many more.

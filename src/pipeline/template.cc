@@ -239,6 +239,13 @@ std::string Template::expand_plain(const std::vector<std::string_view>& values) 
   return out;
 }
 
+bool Template::literal_has_any(std::string_view chars) const {
+  return std::any_of(pieces_.begin(), pieces_.end(), [chars](const Piece& p) {
+    return p.key < 0 && p.kind == Segment::Kind::kText &&
+           p.text.find_first_of(chars) != std::string::npos;
+  });
+}
+
 bool Template::uses_keys() const {
   return std::any_of(pieces_.begin(), pieces_.end(), [](const Piece& p) { return p.key >= 0; });
 }

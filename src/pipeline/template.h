@@ -99,6 +99,8 @@ class Template {
   // that a list input is a whole argv word (spec 04 §3.3).
   std::vector<std::string> inputs() const;
   bool only_one_piece() const { return pieces_.size() == 1; }
+  // Whether its literal text holds any of `chars`.
+  bool literal_has_any(std::string_view chars) const;
   // Whether any piece is a foreach key's value (else expand_plain() of nothing is its
   // whole text).
   bool uses_keys() const;

@@ -2,7 +2,8 @@
 # The example workflows, run end to end as their users would: a split/process/merge
 # whose new sample joins every fan-in that covers it; a sweep read from a CSV table
 # whose new row runs alone with the aggregate; an ensemble under [config] whose
-# override reruns exactly the steps it changes.
+# override reruns exactly the steps it changes; an analysis whose scripts sit beside
+# the pipeline, where editing one reruns exactly the steps that run it.
 . "$(dirname "$0")/common.sh"
 
 # counts: "executed cached failed skipped refused" of the report in $OUT.
@@ -72,4 +73,30 @@ expect_bad_input "ensemble: an undeclared name, with the closest" \
 expect_bad_input "ensemble: a value of the wrong type" \
   "--config: steps: 'many' must be an integer, as [config] declares it" \
   run pipeline.toml --config steps=many
+
+# 4. Scripts beside the pipeline, named in commands as typed in a shell.
+cp -r "$BERTH_SOURCE_DIR/examples/analysis" "$T/an"
+rm -rf "$T/an/.berth" "$T/an/results"
+cd "$T/an"
+run run pipeline.toml --format json
+expect_eq "analysis: exit 0" "$RC" 0
+expect_eq "analysis: every step ran its script" "$(counts)" "5 0 0 0 0"
+expect_eq "analysis: the report" "$(cat results/report/txt)" \
+  $'control: n=3 mean=3.00\ntreated: n=2 mean=20.00'
+expect_eq "analysis: no step left files it did not declare" "$(json "j['notices']")" "[]"
+# Editing one script reruns exactly the steps whose commands name it.
+printf '\n# counts blank lines too\n' >>scripts/stats.py
+run run pipeline.toml --dry-run
+expect_contains "analysis: the dry run names the script" "$OUT" \
+  "would-run stats-control: would run: input './scripts/stats.py' changed (scripts/stats.py)"
+run run pipeline.toml --format json
+# Their results are the same bytes, so the report reading them is found in the store.
+expect_eq "analysis: the stats steps reran; the report, reading what it read, did not" \
+  "$(executed) $(json "[s['state'] for s in j['steps'] if s['name'] == 'report'][0]")" \
+  "stats-control stats-treated cached"
+run run pipeline.toml --format json
+expect_eq "analysis: then nothing runs" "$(counts)" "0 5 0 0 0"
+printf '# report.py, reworded\n' >>scripts/report.py
+run run pipeline.toml --format json
+expect_eq "analysis: editing the report script reruns the report alone" "$(executed)" "report"
 finish
