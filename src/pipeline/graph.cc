@@ -432,6 +432,14 @@ Result<std::vector<Step>> topological(std::vector<Step> steps, const std::string
 
 }  // namespace
 
+std::string InputItem::staged_name() const {
+  if (kind == Kind::kStepOutput) return output;
+  size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // A path naming no file of its own ("data/", "..") is staged under a plain name.
+  return name.empty() || name == "." || name == ".." ? "file" : name;
+}
+
 TextList::TextList(const std::vector<std::string>& texts) {
   size_t size = 0;
   for (const std::string& t : texts) size += t.size();

@@ -31,6 +31,9 @@ struct InputItem {
   std::string path;    // kFile: the file to read (a relative one joined to the file's dir)
   size_t step = 0;     // kStepOutput: index into Graph::steps
   std::string output;  // kStepOutput: the output's name
+  // The name it has in a staging directory (spec 04 §6): a file's own name, extension
+  // included (`reads.fq.gz`), or the output's name. It enters the step's key.
+  std::string staged_name() const;
 };
 
 struct Input {

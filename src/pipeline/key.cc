@@ -94,9 +94,12 @@ Result<std::string> key_preimage(const Step& step, const StepText& text,
     f.add(name);
     f.add(in.is_list ? "list" : "one");
     f.count(in.items.size());
-    for (const CanonicalHash& h : it->second) {
+    for (size_t k = 0; k < in.items.size(); ++k) {
+      const CanonicalHash& h = it->second[k];
       f.add(h.form);
       f.add(h.hash);
+      // The name it is staged under: a command may read it (gunzip needs .gz).
+      f.add(in.items[k].staged_name());
     }
   }
   // Outputs and their forms: a row records each output's canonical hash, so a key

@@ -25,7 +25,7 @@ namespace berth::pipeline {
 
 // The key format version: the first field of every key. Bump it whenever the fields or
 // their encoding change, so that old rows are never mistaken for new ones.
-inline constexpr std::string_view kKeyFormat = "berth.step-key.v1";
+inline constexpr std::string_view kKeyFormat = "berth.step-key.v2";
 
 // input name -> one canonical hash (canonical.h: the form's name and "sha256:<hex>")
 // per item, in the input's item order. A file input is hashed under "bytes"; a step

@@ -108,6 +108,8 @@ TEST(Key, ChangesWhenAnyKeyedFieldChanges) {
       {"an added env var", with(b, "LC_ALL = \"C\"", "LC_ALL = \"C\", X = \"1\"")},
       {"an env path placeholder", with(b, "TMP = \"{out.log}\"", "TMP = \"{out.counts}\"")},
       {"an input's hash", b, hashes([](InputHashes& h) { h["text"][0].hash = "sha256:ab"; })},
+      // The name it is staged under reaches the command (gunzip needs .gz): keyed.
+      {"an input file's name, same content", with(b, "a.txt", "a.txt.gz")},
       {"an input's form", b, hashes([](InputHashes& h) { h["text"][0].form = "lines-sorted"; })},
       {"a list input's order", b,
        hashes([](InputHashes& h) { std::swap(h["parts"][0], h["parts"][1]); })},
@@ -149,7 +151,7 @@ TEST(Key, DoesNotChangeForAnythingElse) {
       {"a foreach that only names",
        with(b, "name = \"s\"", "name = \"s-{x}\"\nforeach = {x=[\"q\"]}")},
       {"where the pipeline file is", b, base_hashes(), base_tools(), "/elsewhere/deep/p.toml"},
-      {"an input file's path, same content", with(b, "a.txt", "renamed/z.txt")},
+      {"an input file's directory, same name and content", with(b, "a.txt", "moved/a.txt")},
       {"unreferenced cores", with(b, "cores = 1", "cores = 64")},
       {"gpus, tasks, nodes and memory",
        with(b, "cores = 1", "cores = 1\ngpus = 4\ntasks = 8\nnodes = 2\nmemory_cap_mb = 999")},

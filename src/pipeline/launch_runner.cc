@@ -2,6 +2,7 @@
 #include "pipeline/launch_runner.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -46,6 +47,15 @@ std::string computed_by(const json& prov) {
     }
   }
   return "";
+}
+
+// Where item `k` of input `name` goes: in/<name>.<k>/<its own name> (spec 04 §6), its
+// directory made (an error making it shows when the item is staged).
+std::string stage_item(const std::string& stage, const std::string& name, size_t k,
+                       const InputItem& item) {
+  std::string dir = fmt::format("{}/in/{}.{}", stage, name, k);
+  ::mkdir(dir.c_str(), 0777);
+  return dir + "/" + item.staged_name();
 }
 
 }  // namespace
@@ -160,7 +170,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
       // A file beside the pipeline its command names goes where the command looks for
       // it: at its own relative path (beside.h); every other input under in/.
       const std::string beside = beside_path_of(name);
-      std::string dest = beside.empty() ? fmt::format("{}/in/{}.{}", stage, name, k)
+      std::string dest = beside.empty() ? stage_item(stage, name, k, item)
                                         : stage_beside(stage, beside);
       if (item.kind == InputItem::Kind::kFile) {
         auto linked = stage_input(item.path, dest);

@@ -192,7 +192,7 @@ Result<StepSpec> read_step(const toml::table& t0, size_t index, const PipelineFi
     if (outs) s.outputs = std::move(*outs);
     std::set<std::string> seen;
     for (const std::string& o : s.outputs) {
-      if (auto problem = item_name_problem(o))
+      if (auto problem = output_name_problem(o))
         return f.error(f.node("outputs"), "outputs", *problem);
       if (!seen.insert(o).second) {
         return f.error(f.node("outputs"), "outputs", fmt::format("'{}' is listed twice", o));
@@ -499,6 +499,12 @@ std::optional<std::string> step_name_problem(std::string_view name) {
 
 std::optional<std::string> item_name_problem(std::string_view name) {
   return check_chars(name, "-", "[A-Za-z0-9_-]");
+}
+
+std::optional<std::string> output_name_problem(std::string_view name) {
+  if (auto p = check_chars(name, "-.", "[A-Za-z0-9_.-]")) return p;
+  if (name.front() == '.') return fmt::format("'{}' starts with '.'", str::printable(name));
+  return std::nullopt;
 }
 
 std::optional<std::string> foreach_key_problem(std::string_view name) {

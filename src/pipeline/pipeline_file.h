@@ -197,6 +197,9 @@ Result<PipelineFile> read_pipeline(const std::string& path);
 // Each returns what is wrong, or nullopt when the name is good.
 std::optional<std::string> step_name_problem(std::string_view name);
 std::optional<std::string> item_name_problem(std::string_view name);
+// An output's name: [A-Za-z0-9_.-]+, not starting with '.' (`table.csv`: a file's name,
+// as results/<step>/ holds it).
+std::optional<std::string> output_name_problem(std::string_view name);
 std::optional<std::string> foreach_key_problem(std::string_view name);
 
 }  // namespace berth::pipeline
