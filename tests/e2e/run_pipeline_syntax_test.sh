@@ -67,6 +67,30 @@ expect_eq "refused: states" "$(states)" "train=refused evaluate=skipped prepare=
 expect_contains "refused: the reason" "$(json "j['steps'][0]['reason']")" "can never run here"
 expect_eq "refused: the rest ran" "$(cat results/prepare/o)" "ok"
 
+# Names and shapes: outputs named like files, inputs staged under their own names, so
+# that a program going by the extension accepts them.
+printf 'id,v\n1,2\n' >table.csv
+cat >names.toml <<'TOML'
+[[step]]
+name = "pack"
+inputs = { t = "table.csv" }
+run = "gzip -c {in.t} > {out.table.csv.gz}; basename {in.t} > {out.name.txt}"
+outputs = ["table.csv.gz", "name.txt"]
+
+[[step]]
+name = "unpack"
+inputs = { z = "@pack/table.csv.gz" }
+run = "gunzip -c {in.z} > {out.table.csv}"
+outputs = ["table.csv"]
+TOML
+run run names.toml --format json
+expect_eq "names: both ran" "$(states)" "pack=executed unpack=executed"
+expect_eq "names: the file input kept its name" "$(cat results/pack/name.txt)" "table.csv"
+expect_eq "names: gunzip took the upstream output by its .gz name" "$(cat results/unpack/table.csv)" \
+  "$(cat table.csv)"
+[[ -f results/pack/table.csv.gz ]] && ok "names: a dotted output is materialised by its name" ||
+  fail "names: results/pack holds $(ls results/pack)"
+
 # Files a step leaves beside its outputs are named in a notice, not dropped silently.
 cat >extra.toml <<'TOML'
 [[step]]
