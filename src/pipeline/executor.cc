@@ -18,6 +18,7 @@
 #include <optional>
 #include <tuple>
 
+#include "pipeline/basis.h"
 #include "pipeline/command.h"
 #include "pipeline/explain.h"
 #include "pipeline/fit_check.h"
@@ -370,24 +371,7 @@ Result<std::string> Executor::key_for(size_t i, std::string* basis) {
   BERTH_TRY(std::string key, key_of(s, text, hashes, tools_));
   if (basis) {
     BERTH_TRY(std::string recipe, key_of(s, text, shape, no_versions));
-    // {"command":…,"recipe":…,"inputs":…,"tools":…}, as nlohmann dumps an ordered_json;
-    // allocated once, at its size: a run keeps one per step.
-    std::string command;
-    str::append_json_string(command, describe_command(text.command));
-    std::string recipe_text;
-    str::append_json_string(recipe_text, std::string_view(recipe).substr(0, 16));
-    constexpr std::string_view kParts[] = {"{\"command\":", ",\"recipe\":", ",\"inputs\":",
-                                           ",\"tools\":", "}"};
-    const std::string_view values[] = {command, recipe_text, jin, jtools, ""};
-    std::string b;
-    size_t size = 0;
-    for (size_t k = 0; k < std::size(kParts); ++k) size += kParts[k].size() + values[k].size();
-    b.reserve(size);
-    for (size_t k = 0; k < std::size(kParts); ++k) {
-      b += kParts[k];
-      b += values[k];
-    }
-    *basis = std::move(b);
+    *basis = step_basis(s, text, recipe, jin, jtools);
   }
   input_stamps_[i] = std::move(stamps);
   return key;

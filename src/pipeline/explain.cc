@@ -13,6 +13,36 @@ namespace berth::pipeline {
 
 using json = nlohmann::ordered_json;
 
+namespace {
+
+// A value's text for a message: short, printable.
+std::string shown(const json& v) {
+  return v.is_string() ? str::printable(v.get<std::string>(), 40) : std::string("?");
+}
+
+// Each entry of the basis's object `field` (name -> text) that differs between the
+// earlier basis `a` and `b`: "param 'rate' changed (0.1 -> 0.01)", "... is new",
+// "... was removed".
+void changed_values(const json& a, const json& b, const char* field, const char* what,
+                    std::vector<std::string>& why) {
+  const json none = json::object();
+  const json& was = a.contains(field) && a[field].is_object() ? a[field] : none;
+  const json& now = b.contains(field) && b[field].is_object() ? b[field] : none;
+  for (const auto& [name, v] : now.items()) {
+    if (!was.contains(name)) {
+      why.push_back(fmt::format("{} '{}' is new ({})", what, name, shown(v)));
+    } else if (was[name] != v) {
+      why.push_back(fmt::format("{} '{}' changed ({} -> {})", what, name, shown(was[name]),
+                                shown(v)));
+    }
+  }
+  for (const auto& [name, v] : was.items()) {
+    if (!now.contains(name)) why.push_back(fmt::format("{} '{}' was removed", what, name));
+  }
+}
+
+}  // namespace
+
 std::string Explainer::why(const std::string& step, std::string_view basis) {
   // The first few steps to explain are looked up one by one; past that, or for one the
   // quick look-up does not find, the previous report is parsed once, whole.
@@ -35,9 +65,15 @@ std::string Explainer::why(const std::string& step, std::string_view basis) {
     return "new: the earlier run's record of this step is unreadable";
   }
   std::vector<std::string> why;
+  // What was written differently, by name, old -> new: a param, a [config] value.
+  const size_t named = why.size();
+  changed_values(a, b, "params", "param", why);
+  changed_values(a, b, "config", "config", why);
+  const bool values_changed = why.size() > named;
   if (a.value("command", "") != b.value("command", "")) {
-    why.push_back("its command changed");
-  } else if (a.value("recipe", "") != b.value("recipe", "")) {
+    // A value the command holds changed it: said as the value, not again as the command.
+    if (!values_changed) why.push_back("its command changed");
+  } else if (a.value("recipe", "") != b.value("recipe", "") && !values_changed) {
     why.push_back("its params, environment or outputs changed");
   }
   const json& ai = a.contains("inputs") && a["inputs"].is_object() ? a["inputs"] : json::object();

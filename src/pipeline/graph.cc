@@ -141,6 +141,8 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
   CompiledStep c;
   Scope names;  // a name may use foreach keys and {config.X} only
   names.config = &pf.config;
+  std::set<std::string> used_config;
+  names.used_config = &used_config;
   {
     auto name = Template::compile(s.name, table->keys, names);
     if (!name.ok()) return key_error(pf, s, table->where, "name", name.error());
@@ -176,6 +178,7 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
   paths.params = &table->params;
   paths.param_templates = &param_templates;
   paths.config = &pf.config;
+  paths.used_config = &used_config;
   std::set<std::string> input_names;
   for (const auto& [name, spec] : s.inputs) {
     CompiledStep::InputTemplates in;
@@ -224,6 +227,9 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
     auto w = Template::compile(value, table->keys, full);
     if (!w.ok()) return key_error(pf, s, origin, "env." + var, w.error());
     table->env.emplace_back(var, std::move(*w));
+  }
+  for (const std::string& name : used_config) {
+    table->config_used.emplace_back(name, pf.config.at(name).text);
   }
   c.table = std::move(table);
   return c;

@@ -77,6 +77,9 @@ struct StepTable {
   // in param_templates (name -> the param's compiled text), expanded per step.
   std::map<std::string, Param> params;
   std::map<std::string, Template> param_templates;
+  // The [config] values its templates use, name -> text, sorted: a dry run names the
+  // one that changed (explain.h).
+  std::vector<std::pair<std::string, std::string>> config_used;
   std::vector<std::string> tools;  // sorted
   // The command and env, compiled: each step expands them with its own foreach values
   // when asked (Step::command(), Step::env()), rather than keeping a copy of each.

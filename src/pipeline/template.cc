@@ -186,6 +186,7 @@ Result<Template> Template::compile(std::string_view text, const std::vector<std:
       if (scope.config) {
         if (auto it = scope.config->find(*x); it != scope.config->end()) {
           literal(it->second.text);
+          if (scope.used_config) scope.used_config->insert(*x);
           continue;
         }
       }

@@ -65,6 +65,8 @@ struct Scope {
   const std::set<std::string>* inputs = nullptr;                 // {in.X}
   const std::set<std::string>* outputs = nullptr;                // {out.X}
   std::optional<int> cores, gpus, tasks, nodes;                  // {cores} ...
+  // When set, each config value a template uses is added (a step's basis names them).
+  std::set<std::string>* used_config = nullptr;
 };
 
 // Expands `text` against `scope`. Fails (kInvalidInput, message "placeholder {x} names

@@ -1,0 +1,59 @@
+// A step's basis (basis.h).
+#include "pipeline/basis.h"
+
+#include "pipeline/command.h"
+#include "util/strings.h"
+
+namespace berth::pipeline {
+namespace {
+
+// {"name":"text",…} of `pairs`, in their order.
+template <typename Pairs, typename TextOf>
+std::string object_of(const Pairs& pairs, TextOf text_of) {
+  std::string out = "{";
+  for (const auto& [name, value] : pairs) {
+    if (out.size() > 1) out += ',';
+    str::append_json_string(out, name);
+    out += ':';
+    str::append_json_string(out, text_of(value));
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+std::string step_basis(const Step& step, const StepText& text, std::string_view recipe,
+                       std::string_view inputs, std::string_view tools) {
+  std::string command;
+  str::append_json_string(command, describe_command(text.command));
+  std::string recipe_text;
+  str::append_json_string(recipe_text, recipe.substr(0, 16));
+  std::string params, config;
+  if (!text.params.empty()) {
+    params = object_of(text.params, [](const Param& p) -> const std::string& { return p.text; });
+  }
+  if (!step.table->config_used.empty()) {
+    config = object_of(step.table->config_used, [](const std::string& v) -> const std::string& {
+      return v;
+    });
+  }
+  constexpr std::string_view kParts[] = {"{\"command\":", ",\"recipe\":", ",\"inputs\":",
+                                         ",\"tools\":",   ",\"params\":", ",\"config\":"};
+  const std::string_view values[] = {command, recipe_text, inputs, tools, params, config};
+  std::string b;
+  size_t size = 1;
+  for (size_t k = 0; k < std::size(kParts); ++k) {
+    if (k < 4 || !values[k].empty()) size += kParts[k].size() + values[k].size();
+  }
+  b.reserve(size);
+  for (size_t k = 0; k < std::size(kParts); ++k) {
+    if (k >= 4 && values[k].empty()) continue;
+    b += kParts[k];
+    b += values[k];
+  }
+  b += '}';
+  return b;
+}
+
+}  // namespace berth::pipeline

@@ -1,0 +1,23 @@
+// A step's basis: what its key was computed from, as a report keeps it (spec 04 §8) and
+// a dry run compares it with the last run's (explain.h) —
+//   {"command":…,"recipe":…,"inputs":…,"tools":…[,"params":…][,"config":…]}
+// written as nlohmann dumps an ordered_json, straight into text and allocated once at
+// its size: a run keeps one per step. "params" (name -> text) is there when the step
+// has params, "config" (name -> text) when its templates use [config] values, so that
+// a dry run can say `param 'rate' changed (0.1 -> 0.01)`.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "pipeline/graph.h"
+#include "pipeline/key.h"
+
+namespace berth::pipeline {
+
+// `recipe` is the key of the step with no input hashes nor tool versions (16 hex
+// digits of it are kept); `inputs` and `tools` are the basis's objects, as JSON text.
+std::string step_basis(const Step& step, const StepText& text, std::string_view recipe,
+                       std::string_view inputs, std::string_view tools);
+
+}  // namespace berth::pipeline
