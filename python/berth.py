@@ -539,16 +539,25 @@ def _failure(report):
             f"{': ' + named if named else ''}")
 
 
+def _config_text(value):
+    """A --config value's text: TOML's spelling of a boolean, str() of anything else."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def run(pipeline, store=None, worker=None, targets=None, dry_run=False, *, results=None,
         cache=None, fail_fast=False, lease="10m", check=True, on_output=None, env=None,
         machine=None, sysfs_root=None, affinity=None, slurm_version=None, launcher="auto",
-        hosts=None, hostfile=None, simulate=None):
+        hosts=None, hostfile=None, simulate=None, config=None, configfile=None):
     """Runs the pipeline file as `berth run` does — every result through the store,
     rerunning only what changed — and returns its RunReport.
 
     store: a store URL (default file://<dir>/.berth/store); worker: run as one of many
     workers sharing `store` (a name, or True for a generated one); targets: only these
-    steps and what they read; dry_run: say what would run. on_output(step, text)
+    steps and what they read; dry_run: say what would run; config: {name: value}
+    overriding the pipeline's [config] (`--config`; True/False are true/false), after
+    configfile, a TOML file of them (`--configfile`). on_output(step, text)
     receives each step's output (default: standard error, each line "[step] ...").
     With check (the default) a run in which a step failed raises RunFailed, carrying
     the report. The GIL is released while the run goes on; Ctrl-C ends the running
@@ -565,6 +574,8 @@ def run(pipeline, store=None, worker=None, targets=None, dry_run=False, *, resul
         "cache": None if cache is None else str(cache), "dry_run": bool(dry_run),
         "fail_fast": bool(fail_fast), "worker": None if worker is None else str(worker),
         "lease": lease, "targets": None if targets is None else [str(t) for t in targets],
+        "config": [f"{k}={_config_text(v)}" for k, v in (config or {}).items()],
+        "configfile": [] if configfile is None else [str(configfile)],
     }
     out = _run(str(pipeline), options,
                _seams(env, machine, sysfs_root, affinity, slurm_version, launcher, hosts,

@@ -460,6 +460,8 @@ py::dict run_pipeline(const std::string& pipeline_path, const py::dict& opts, co
   o.lease = text_of(opts, "lease");
   if (o.lease.empty()) o.lease = "10m";
   if (!opts["targets"].is_none()) o.targets = opts["targets"].cast<std::vector<std::string>>();
+  o.config.assignments = opts["config"].cast<std::vector<std::string>>();
+  o.config.files = opts["configfile"].cast<std::vector<std::string>>();
   o.engine_version = std::string("berth ") + BERTH_VERSION + " (" + BERTH_GIT_COMMIT + ")";
   job->on_output = on_output;
   if (::pipe2(job->cancel, O_CLOEXEC) != 0) {

@@ -107,6 +107,26 @@ def test_targets_run_part_of_a_pipeline(tmp_path):
         berth.run(path, targets=["nope"])
 
 
+def test_config_overrides_reach_the_steps(tmp_path):
+    path = write(tmp_path, """
+[config]
+n = 1
+loud = false
+
+[[step]]
+name = "say"
+run = "echo {config.n} {config.loud} > {out.o}"
+outputs = ["o"]
+""")
+    berth.run(path, config={"n": 7, "loud": True})
+    assert (tmp_path / "results" / "say" / "o").read_text() == "7 true\n"
+    (tmp_path / "more.toml").write_text("n = 9\n")
+    berth.run(path, configfile=tmp_path / "more.toml")
+    assert (tmp_path / "results" / "say" / "o").read_text() == "9 false\n"
+    with pytest.raises(berth.BadInput, match="did you mean 'n'"):
+        berth.run(path, config={"m": 1})
+
+
 def test_dry_run_runs_nothing(tmp_path):
     path = write(tmp_path, PIPELINE)
     rep = berth.run(path, dry_run=True)
