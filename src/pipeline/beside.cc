@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "pipeline/canonical.h"
+
 namespace berth::pipeline {
 namespace {
 
@@ -32,6 +34,12 @@ std::string candidate(std::string word) {
 bool BesideFiles::may_name_files(const StepTable& t) {
   for (const Template& w : t.command) {
     if (w.literal_has_any(kFileChars)) return true;
+  }
+  for (const auto& [output, form] : t.canonical) {
+    if (form.starts_with("command:") &&
+        form.find_first_of(kFileChars, 8) != std::string::npos) {
+      return true;
+    }
   }
   for (size_t k = 0; k < t.keys.size(); ++k) {
     bool used = std::any_of(t.command.begin(), t.command.end(),
@@ -84,6 +92,13 @@ std::vector<std::string> BesideFiles::named_by(const Step& step) {
       }
     }
     end_word();
+  }
+  // A command: canonicaliser runs in the staging directory too (canonical.h): a script
+  // its argv names is staged and keyed like the command's.
+  for (const auto& [output, form] : step.canonical) {
+    if (!form.starts_with("command:")) continue;
+    auto parsed = parse_canonical_form(form);
+    if (parsed.ok()) words.insert(words.end(), parsed->argv.begin(), parsed->argv.end());
   }
   std::vector<std::string> out;
   for (const std::string& w : words) {

@@ -1,6 +1,7 @@
-// Files beside the pipeline (spec 04 §3.7): a step's command that names a file next to
-// the pipeline file by its relative path — `python3 scripts/analyze.py`, `sh prep.sh`,
-// `Rscript plot.R` — runs as written, without declaring it. Each such file becomes an
+// Files beside the pipeline (spec 04 §3.7): a step's command (or a `command:`
+// canonicaliser of its outputs) that names a file next to the pipeline file by its
+// relative path — `python3 scripts/analyze.py`, `sh prep.sh`, `Rscript plot.R` — runs
+// as written, without declaring it. Each such file becomes an
 // input of the step named "./<path>": hashed into its key (so editing the script reruns
 // exactly the steps whose commands name it) and linked into the step's staging
 // directory at that same relative path, where the command finds it.

@@ -71,6 +71,14 @@ run = "echo {i} scripts"
   EXPECT_TRUE(beside(g.steps[3]).empty());
 }
 
+TEST_F(BesideTest, ACommandCanonicalisersScriptIsAnInputToo) {
+  Graph g = expand_here(
+      "[[step]]\nname = 's'\nrun = 'x > {out.o}'\noutputs = ['o']\n"
+      "canonical = { o = 'command:python3 scripts/a.py --strict' }\n");
+  EXPECT_TRUE(BesideFiles::may_name_files(*g.steps[0].table));
+  EXPECT_EQ(beside(g.steps[0]), (std::vector<std::string>{"./scripts/a.py=scripts/a.py"}));
+}
+
 TEST_F(BesideTest, ATableThatCannotNameAFileIsNotScanned) {
   Graph g = expand_here("[[step]]\nname = 's-{i}'\nforeach = { i = [1, 2] }\nrun = 'echo {i}'\n");
   EXPECT_FALSE(BesideFiles::may_name_files(*g.steps[0].table));

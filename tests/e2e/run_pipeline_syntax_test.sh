@@ -91,6 +91,23 @@ expect_eq "names: gunzip took the upstream output by its .gz name" "$(cat result
 [[ -f results/pack/table.csv.gz ]] && ok "names: a dotted output is materialised by its name" ||
   fail "names: results/pack holds $(ls results/pack)"
 
+# A command: canonicaliser's script beside the pipeline is found, and keyed.
+mkdir -p scripts
+printf 'sort\n' >scripts/canon.sh
+cat >canon.toml <<'TOML'
+[[step]]
+name = "c"
+run = "printf 'b\\na\\n' > {out.o}"
+outputs = ["o"]
+canonical = { o = "command:sh scripts/canon.sh" }
+TOML
+run run canon.toml --format json
+expect_eq "canonicaliser script: the step executed" "$(states)" "c=executed"
+printf 'sort -r\n' >scripts/canon.sh
+run run canon.toml --dry-run
+expect_contains "canonicaliser script: an edit reruns the step" "$OUT" \
+  "would-run c: would run: input './scripts/canon.sh' changed (scripts/canon.sh)"
+
 # Files a step leaves beside its outputs are named in a notice, not dropped silently.
 cat >extra.toml <<'TOML'
 [[step]]
