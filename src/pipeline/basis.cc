@@ -34,9 +34,8 @@ std::string step_basis(const Step& step, const StepText& text, std::string_view 
     params = object_of(text.params, [](const Param& p) -> const std::string& { return p.text; });
   }
   if (!step.table->config_used.empty()) {
-    config = object_of(step.table->config_used, [](const std::string& v) -> const std::string& {
-      return v;
-    });
+    config = object_of(step.table->config_used,
+                       [](const std::string& v) -> const std::string& { return v; });
   }
   constexpr std::string_view kParts[] = {"{\"command\":", ",\"recipe\":", ",\"inputs\":",
                                          ",\"tools\":",   ",\"params\":", ",\"config\":"};

@@ -36,8 +36,7 @@ bool BesideFiles::may_name_files(const StepTable& t) {
     if (w.literal_has_any(kFileChars)) return true;
   }
   for (const auto& [output, form] : t.canonical) {
-    if (form.starts_with("command:") &&
-        form.find_first_of(kFileChars, 8) != std::string::npos) {
+    if (form.starts_with("command:") && form.find_first_of(kFileChars, 8) != std::string::npos) {
       return true;
     }
   }
@@ -83,8 +82,7 @@ std::vector<std::string> BesideFiles::named_by(const Step& step) {
         continue;
       }
       for (char c : s.value) {
-        if (c == ' ' || c == '\t' || c == '\n' ||
-            kShellBreaks.find(c) != std::string_view::npos) {
+        if (c == ' ' || c == '\t' || c == '\n' || kShellBreaks.find(c) != std::string_view::npos) {
           end_word();
         } else {
           cur.push_back(c);

@@ -62,9 +62,9 @@ run = "echo {i} scripts"
 )");
   // Normalised, distinct, sorted; a missing file, one under in/, an absolute path, an
   // option's value: none.
-  EXPECT_EQ(beside(g.steps[0]), (std::vector<std::string>{"./data/x.csv=data/x.csv",
-                                                          "./prep.sh=prep.sh",
-                                                          "./scripts/a.py=scripts/a.py"}));
+  EXPECT_EQ(beside(g.steps[0]),
+            (std::vector<std::string>{"./data/x.csv=data/x.csv", "./prep.sh=prep.sh",
+                                      "./scripts/a.py=scripts/a.py"}));
   EXPECT_EQ(g.steps[0].inputs.at("./prep.sh").items[0].path, (dir_ / "prep.sh").string());
   EXPECT_EQ(beside(g.steps[1]), (std::vector<std::string>{"./prep.sh=prep.sh"}));
   EXPECT_TRUE(beside(g.steps[2]).empty());

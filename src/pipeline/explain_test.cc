@@ -8,8 +8,8 @@ namespace {
 // A basis as step_basis() writes one (basis.h).
 std::string basis(const std::string& command, const std::string& params = "",
                   const std::string& config = "", const std::string& recipe = "r1") {
-  std::string b = R"({"command":")" + command + R"(","recipe":")" + recipe +
-                  R"(","inputs":{},"tools":{})";
+  std::string b =
+      R"({"command":")" + command + R"(","recipe":")" + recipe + R"(","inputs":{},"tools":{})";
   if (!params.empty()) b += R"(,"params":)" + params;
   if (!config.empty()) b += R"(,"config":)" + config;
   return b + "}";
@@ -24,9 +24,9 @@ std::string why(const std::string& before, const std::string& now) {
 TEST(Explain, NamesTheParamOrConfigValueThatChangedOldToNew) {
   EXPECT_EQ(why(basis("echo 0.1", R"({"rate":"0.1"})"), basis("echo 0.01", R"({"rate":"0.01"})")),
             "param 'rate' changed (0.1 -> 0.01)");
-  EXPECT_EQ(why(basis("run 100", "", R"({"steps":"100"})"),
-                basis("run 200", "", R"({"steps":"200"})")),
-            "config 'steps' changed (100 -> 200)");
+  EXPECT_EQ(
+      why(basis("run 100", "", R"({"steps":"100"})"), basis("run 200", "", R"({"steps":"200"})")),
+      "config 'steps' changed (100 -> 200)");
   EXPECT_EQ(why(basis("x", R"({"a":"1"})"), basis("x", R"({"b":"2"})", "", "r2")),
             "param 'b' is new (2); param 'a' was removed");
   // A value and an edit of the command: both said.

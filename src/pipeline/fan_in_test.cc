@@ -138,8 +138,9 @@ run = "echo {config.n}"
 }
 
 TEST(FanIn, APatternMatchingNothingOrAStepWithoutTheOutputIsAnError) {
-  const char* head = "[[step]]\nname = 'a-{i}'\nforeach = { i = [1, 2] }\nrun = 'x'\n"
-                     "outputs = ['o']\n[[step]]\nname = 'm'\nrun = 'x'\n";
+  const char* head =
+      "[[step]]\nname = 'a-{i}'\nforeach = { i = [1, 2] }\nrun = 'x'\n"
+      "outputs = ['o']\n[[step]]\nname = 'm'\nrun = 'x'\n";
   auto none = expand_text(std::string(head) + "inputs = { p = '@b-*/o' }\n");
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().message(), "p.toml:9:16: step 'm': inputs.p: '@b-*/o' matches no step");
@@ -149,8 +150,9 @@ TEST(FanIn, APatternMatchingNothingOrAStepWithoutTheOutputIsAnError) {
             std::string::npos)
       << other.error().message();
   // Matching itself is the cycle it is.
-  auto self = expand_text("[[step]]\nname = 's-1'\nrun = 'x'\noutputs = ['o']\n"
-                          "inputs = { p = '@s-*/o' }\n");
+  auto self = expand_text(
+      "[[step]]\nname = 's-1'\nrun = 'x'\noutputs = ['o']\n"
+      "inputs = { p = '@s-*/o' }\n");
   ASSERT_FALSE(self.ok());
   EXPECT_NE(self.error().message().find("cycle: s-1 -> s-1"), std::string::npos)
       << self.error().message();

@@ -29,8 +29,6 @@ Failure step_error(const std::string& origin, std::string_view key, const Error&
   return fail(e.code(), fmt::format("{}: {}: {}", origin, key, e.message()));
 }
 
-// An error in the step's key `key`, placed where the file wrote it (spec 04 §1): the
-// file:line:col of that key, the step by its name template and, once known, expanded.
 // `origin` ("<file>:<line>:<col>: step …") placed at the step's key `key` instead,
 // where the file wrote it.
 std::string at_key(const PipelineFile& pf, const StepSpec& s, const std::string& origin,
@@ -42,6 +40,9 @@ std::string at_key(const PipelineFile& pf, const StepSpec& s, const std::string&
   return fmt::format("{}: {}", where(pf, at->second), who);
 }
 
+// An error in the step's key `key` (named `label` in the message), placed where the file
+// wrote it (spec 04 §1): the file:line:col of that key, the step by its name template
+// and, once known, expanded.
 Failure key_error(const PipelineFile& pf, const StepSpec& s, const std::string& origin,
                   const std::string& key, const Error& e, std::string_view label = {}) {
   if (label.empty()) label = key;
@@ -415,8 +416,9 @@ Result<std::vector<Step>> topological(std::vector<Step> steps, const std::string
     std::vector<std::string> names;
     for (size_t i : find_cycle(steps, left)) names.push_back(steps[i].name);
     return fail(Errc::kInvalidInput,
-                fmt::format("{}: cycle: {} (data flows left to right: each step's output is read by the next)", path,
-                            str::join(names, " -> ")));
+                fmt::format("{}: cycle: {} (data flows left to right: each step's output is "
+                            "read by the next)",
+                            path, str::join(names, " -> ")));
   }
   std::vector<size_t> new_index(n);
   for (size_t k = 0; k < n; ++k) new_index[order[k]] = k;

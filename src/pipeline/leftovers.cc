@@ -49,8 +49,7 @@ std::vector<std::string> undeclared_files(const std::string& stage,
   return out;
 }
 
-std::optional<std::string> leftovers_notice(const std::vector<std::string>& files,
-                                            size_t shown) {
+std::optional<std::string> leftovers_notice(const std::vector<std::string>& files, size_t shown) {
   if (files.empty()) return std::nullopt;
   std::vector<std::string> named;
   for (size_t i = 0; i < files.size() && i < shown; ++i) named.push_back(str::printable(files[i]));

@@ -111,12 +111,12 @@ Result<std::map<std::string, std::string>> string_table(TomlFields& f, std::stri
 
 // The keys a [[step]] may hold (spec 04 §2.3), and those [defaults] may give (§2.5).
 const std::vector<std::string_view> kStepKeys = {
-    "name",    "foreach", "run",  "cmd",  "inputs",        "outputs", "params",
-    "tools",   "cores",   "gpus", "tasks", "nodes",        "memory_cap_mb", "mpi",
+    "name",    "foreach", "run",  "cmd",   "inputs", "outputs",       "params",
+    "tools",   "cores",   "gpus", "tasks", "nodes",  "memory_cap_mb", "mpi",
     "retries", "timeout", "canonical", "env"};
 const std::vector<std::string_view> kDefaultKeys = {
-    "cores", "gpus", "tasks", "nodes", "memory_cap_mb", "mpi", "retries", "timeout", "tools",
-    "env"};
+    "cores", "gpus", "tasks", "nodes", "memory_cap_mb",
+    "mpi",   "retries", "timeout", "tools", "env"};
 
 // `text` with its {config.X} placeholders expanded, where nothing else may be named (a
 // canonicaliser's command, a tool's version argv); an error at `n` names `k`.
@@ -332,7 +332,8 @@ Result<PipelineFile> read_root(const toml::table& root, const std::string& path,
       if (name) {
         if (name->empty()) return g.error(g.node("name"), "name", "must not be empty");
         if (name->find_first_of("{}") != std::string::npos) {
-          return g.error(g.node("name"), "name", "holds a brace: a pipeline's name is no template");
+          return g.error(g.node("name"), "name",
+                         "holds a brace: a pipeline's name is no template");
         }
         pf.name = std::move(*name);
       }

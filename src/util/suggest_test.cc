@@ -9,7 +9,7 @@ TEST(Suggest, EditDistanceCountsSwapsOnce) {
   struct Case {
     const char *a, *b;
     size_t want;
-  } cases[] = {{"", "", 0},         {"run", "run", 0}, {"rn", "run", 1},  {"rnu", "run", 1},
+  } cases[] = {{"", "", 0},          {"run", "run", 0}, {"rn", "run", 1},        {"rnu", "run", 1},
                {"cores", "gpus", 4}, {"", "abc", 3},    {"kitten", "sitting", 3}};
   for (const Case& c : cases) {
     EXPECT_EQ(edit_distance(c.a, c.b), c.want) << c.a << " / " << c.b;
