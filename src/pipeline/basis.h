@@ -2,9 +2,10 @@
 // a dry run compares it with the last run's (explain.h) —
 //   {"command":…,"recipe":…,"inputs":…,"tools":…[,"params":…][,"config":…]}
 // written as nlohmann dumps an ordered_json, straight into text and allocated once at
-// its size: a run keeps one per step. "params" (name -> text) is there when the step
-// has params, "config" (name -> text) when its templates use [config] values, so that
-// a dry run can say `param 'rate' changed (0.1 -> 0.01)`.
+// its size: a run keeps one per step. "params" (name -> text) holds the params whose
+// text varies from step to step (templates over foreach keys or config: a sweep's),
+// "config" (name -> text) the [config] values its templates use, each there when not
+// empty, so that a dry run can say `param 'rate' changed (0.1 -> 0.01)`.
 #pragma once
 
 #include <string>
