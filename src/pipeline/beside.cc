@@ -110,13 +110,6 @@ std::vector<std::string> BesideFiles::named_by(const Step& step) {
 
 std::string beside_input_name(const std::string& relative) { return "./" + relative; }
 
-std::string stage_beside(const std::string& stage, const std::string& relative) {
-  std::filesystem::path dest = std::filesystem::path(stage) / relative;
-  std::error_code ec;
-  std::filesystem::create_directories(dest.parent_path(), ec);
-  return dest.string();
-}
-
 std::vector<std::string> staged_beside(const Step& step) {
   std::vector<std::string> top;
   for (const auto& [name, input] : step.inputs) {

@@ -46,9 +46,6 @@ std::string beside_input_name(const std::string& relative);
 // The relative path of an input so named, or "" for any other input.
 std::string beside_path_of(const std::string& input_name);
 
-// Where file `relative` goes in staging directory `stage`: its directories made there
-// (an error making them shows when the file is staged).
-std::string stage_beside(const std::string& stage, const std::string& relative);
 // What staging `step`'s files beside the pipeline adds at the top of its staging
 // directory ("prep.sh", "scripts/"), for what it leaves there (leftovers.h).
 std::vector<std::string> staged_beside(const Step& step);

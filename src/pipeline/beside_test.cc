@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "pipeline/pipeline_file.h"
+#include "pipeline/staging.h"
 
 namespace berth::pipeline {
 namespace {
@@ -86,9 +87,9 @@ TEST_F(BesideTest, ATableThatCannotNameAFileIsNotScanned) {
   EXPECT_TRUE(BesideFiles::may_name_files(*h.steps[0].table));
 }
 
-TEST_F(BesideTest, StagedPathsStayInTheStagingDirectory) {
+TEST_F(BesideTest, StagedPathsAreMadeWhereTheCommandLooks) {
   fs::path stage = dir_ / "stage";
-  EXPECT_EQ(stage_beside(stage.string(), "scripts/deep/a.py"),
+  EXPECT_EQ(staged_path(stage.string(), "scripts/deep/a.py"),
             (stage / "scripts/deep/a.py").string());
   EXPECT_TRUE(fs::is_directory(stage / "scripts/deep"));
   Graph g = expand_here("[[step]]\nname = 's'\nrun = 'sh prep.sh scripts/a.py'\n");

@@ -49,15 +49,6 @@ std::string computed_by(const json& prov) {
   return "";
 }
 
-// Where item `k` of input `name` goes: in/<name>.<k>/<its own name> (spec 04 §6), its
-// directory made (an error making it shows when the item is staged).
-std::string stage_item(const std::string& stage, const std::string& name, size_t k,
-                       const InputItem& item) {
-  std::string dir = fmt::format("{}/in/{}.{}", stage, name, k);
-  ::mkdir(dir.c_str(), 0777);
-  return dir + "/" + item.staged_name();
-}
-
 }  // namespace
 
 double LaunchStepRunner::now_s() const {
@@ -127,9 +118,11 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   StepRecord& r = d.record;
   std::string started = utc_text(clock().wall());
   std::string stage;
+  // What the step left beside its outputs, found while its directory is emptied.
+  std::vector<std::string> left;
   auto cleanup = [&] {
     if (stage.empty()) return;
-    staging_.release(std::move(stage));
+    staging_.release(std::move(stage), &left);
     stage.clear();
   };
   // end_s is when the step's processes ended (or it failed before they started): its
@@ -163,15 +156,15 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   size_t next_upstream = 0;
   // The file input items, in input order, and whether each was hard-linked in.
   std::vector<std::pair<const InputItem*, bool>> files_in;
+  const auto layout = staged_layout(s.inputs);
   for (const auto& [name, input] : s.inputs) {
     json items = json::array();
     for (size_t k = 0; k < input.items.size(); ++k) {
       const InputItem& item = input.items[k];
       // A file beside the pipeline its command names goes where the command looks for
-      // it: at its own relative path (beside.h); every other input under in/.
+      // it: at its own relative path (beside.h); every other input under in/, by name.
       const std::string beside = beside_path_of(name);
-      std::string dest = beside.empty() ? stage_item(stage, name, k, item)
-                                        : stage_beside(stage, beside);
+      std::string dest = staged_path(stage, beside.empty() ? layout.at(name)[k] : beside);
       if (item.kind == InputItem::Kind::kFile) {
         auto linked = stage_input(item.path, dest);
         if (!linked.ok()) return failed(linked.error().message());
@@ -300,11 +293,6 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     return failed(why, outcome->exit_code);
   }
 
-  // What it left beside its outputs is removed with the directory: said, by name.
-  if (auto left = leftovers_notice(undeclared_files(stage, s.outputs, staged_beside(s)))) {
-    r.notices.push_back(std::move(*left));
-  }
-
   // Every file input it read still has the stamp its hash is of: otherwise its
   // outputs may come from bytes the key does not name, and are not stored. (A hard
   // link made for staging changed the ctime: that one is not compared.)
@@ -420,6 +408,10 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   }
   auto m = cache_.materialize(r, &d.problems, o_.record_settled ? &d.results : nullptr);
   cleanup();
+  // What it left beside its outputs was removed with the directory: said, by name.
+  if (auto note = leftovers_notice(undeclared_files(left, s.outputs, staged_beside(s)))) {
+    r.notices.push_back(std::move(*note));
+  }
   if (!m.ok()) {
     if (announced) {
       d.problems.push_back(fmt::format("step '{}': {}", s.name, m.error().message()));

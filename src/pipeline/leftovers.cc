@@ -1,49 +1,26 @@
 // What a step left beside its outputs (leftovers.h).
 #include "pipeline/leftovers.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 
 #include "util/strings.h"
 
 namespace berth::pipeline {
-namespace {
-
-// The names in `dir` (not "." or ".."), each with '/' after a directory's.
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (const dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    struct stat st {};
-    bool is_dir = ::lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    out.push_back(is_dir ? name + "/" : name);
-  }
-  ::closedir(d);
-  return out;
-}
-
-}  // namespace
-
-std::vector<std::string> undeclared_files(const std::string& stage,
+std::vector<std::string> undeclared_files(const std::vector<std::string>& removed,
                                           const std::vector<std::string>& outputs,
                                           const std::vector<std::string>& staged) {
   std::vector<std::string> out;
-  for (const std::string& name : entries(stage)) {
-    if (name == "in/" || name == "out/") continue;
-    if (std::find(staged.begin(), staged.end(), name) != staged.end()) continue;
-    out.push_back(name);
-  }
-  for (const std::string& name : entries(stage + "/out")) {
-    std::string bare = name.ends_with('/') ? name.substr(0, name.size() - 1) : name;
-    if (std::find(outputs.begin(), outputs.end(), bare) == outputs.end()) {
-      out.push_back("out/" + name);
+  for (const std::string& name : removed) {
+    if (name.starts_with("out/")) {
+      std::string bare = name.substr(4);
+      if (bare.ends_with('/')) bare.pop_back();
+      if (std::find(outputs.begin(), outputs.end(), bare) != outputs.end()) continue;
+    } else if (std::find(staged.begin(), staged.end(), name) != staged.end()) {
+      continue;
     }
+    out.push_back(name);
   }
   std::sort(out.begin(), out.end());
   return out;

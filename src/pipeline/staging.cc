@@ -43,19 +43,28 @@ Result<std::string> Staging::acquire() {
   return dir;
 }
 
-void Staging::release(std::string dir) {
+void Staging::release(std::string dir, std::vector<std::string>* left) {
   // Everything the step left goes; in/ and out/ stay, empty. Whatever cannot be
   // removed (a step that made a directory unwritable) costs the directory, not the run.
   std::error_code ec;
   bool clean = true;
+  // `name`, with '/' after a directory's, for `left`.
+  auto note = [left](std::string name, const fs::directory_entry& e) {
+    if (!left) return;
+    std::error_code dir_ec;
+    if (e.is_directory(dir_ec) && !e.is_symlink(dir_ec)) name += '/';
+    left->push_back(std::move(name));
+  };
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     bool keep = (name == "in" || name == "out") && entry.is_directory(ec) && !entry.is_symlink(ec);
     if (!keep) {
+      note(name, entry);
       clean = fs::remove_all(entry.path(), ec) != static_cast<std::uintmax_t>(-1) && !ec && clean;
       continue;
     }
     for (const auto& inner : fs::directory_iterator(entry.path(), ec)) {
+      if (name == "out") note("out/" + inner.path().filename().string(), inner);
       clean = fs::remove_all(inner.path(), ec) != static_cast<std::uintmax_t>(-1) && !ec && clean;
     }
     if (ec) clean = false;
@@ -105,6 +114,38 @@ Result<bool> stage_input(const std::string& src, const std::string& dst) {
   fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
   if (ec) return fail(Errc::kIo, fmt::format("cannot copy {} to {}: {}", src, dst, ec.message()));
   return false;
+}
+
+
+std::string staged_path(const std::string& stage, const std::string& relative) {
+  std::string dest = stage + "/" + relative;
+  // in/ is there already; anything deeper (in/parts.2/, scripts/) is made.
+  size_t slash = relative.rfind('/');
+  if (slash != std::string::npos && std::string_view(relative).substr(0, slash) != "in") {
+    std::error_code ec;
+    fs::create_directories(fs::path(dest).parent_path(), ec);
+  }
+  return dest;
+}
+
+std::map<std::string, std::vector<std::string>> staged_layout(
+    const std::map<std::string, Input>& inputs) {
+  // How many items of the step have each name: a name given twice cannot be one file.
+  std::map<std::string, int> uses;
+  for (const auto& [name, input] : inputs) {
+    for (const InputItem& item : input.items) ++uses[item.staged_name()];
+  }
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [name, input] : inputs) {
+    auto& paths = out[name];
+    paths.reserve(input.items.size());
+    for (size_t k = 0; k < input.items.size(); ++k) {
+      std::string file = input.items[k].staged_name();
+      paths.push_back(uses[file] == 1 ? "in/" + file
+                                      : "in/" + name + "." + std::to_string(k) + "/" + file);
+    }
+  }
+  return out;
 }
 
 }  // namespace berth::pipeline
