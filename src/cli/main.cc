@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "cli/flag_hint.h"
 #include "cli/version.h"
 #include "topo/cpu_reader.h"
 
@@ -77,6 +78,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
+    // A word close to a subcommand or flag that exists is said with it, on one line.
+    if (std::string hint = berth::cli::flag_hint(app, e); !hint.empty()) {
+      std::fprintf(stderr, "%s\n", hint.c_str());
+      return berth::cli::kExitBadInput;
+    }
     int rc = app.exit(e);
     return rc == 0 ? berth::cli::kExitOk : berth::cli::kExitBadInput;
   }

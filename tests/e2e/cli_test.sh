@@ -25,6 +25,17 @@ expect_eq "unknown --format exits 2" "$RC" 2
 run frobnicate
 expect_eq "unknown subcommand exits 2" "$RC" 2
 
+# A word close to a subcommand or a flag that exists is said with it, on one line.
+expect_bad_input "a misspelt subcommand" "berth: 'rnu' is not a subcommand (did you mean 'run'?)" \
+  rnu p.toml
+expect_bad_input "a misspelt flag" "berth run: '--dryrun' is not a flag (did you mean '--dry-run'?)" \
+  run p.toml --dryrun
+expect_bad_input "a misspelt flag with a value" \
+  "berth run: '--confg' is not a flag (did you mean '--config'?)" run p.toml --confg=a=1
+run run p.toml --zzzzzz
+expect_eq "a flag close to none: CLI11's own refusal, exit 2" "$RC" 2
+expect_contains "... naming it" "$ERR" "--zzzzzz"
+
 # The libraries berth loads are never looked for in the working directory: run from
 # a directory holding a file named after each one (none of them a library), it starts
 # as anywhere else. A build-tree rpath with an empty entry made it load them from here.
