@@ -24,9 +24,9 @@ std::vector<std::string> flags_of(const CLI::App& sub) {
 
 }  // namespace
 
-std::string flag_hint(const CLI::App& app, const CLI::ParseError& e) {
-  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return "";
-  // The words nobody took: the subcommand's, or the top level's (an unknown subcommand).
+std::string flag_hint(const CLI::App& app, const CLI::ParseError& /*e*/) {
+  // Whatever CLI11 stopped at (extra words, or a subcommand required and none given),
+  // the words nobody took: the subcommand's, or the top level's (an unknown subcommand).
   const CLI::App* where = &app;
   for (const CLI::App* sub : app.get_subcommands()) where = sub;
   for (const std::string& word : where->remaining()) {

@@ -9,7 +9,7 @@
 
 namespace berth::cli {
 
-// The message for `e`, thrown parsing `app`, when a word it did not expect is close to
+// The message for `e`, thrown parsing `app`, when a word nobody took is close to
 // a subcommand or flag of the subcommand it was given to: "berth run: --dryrun is not a
 // flag (did you mean '--dry-run'?)". "" when there is nothing to add (CLI11's own
 // message then stands).
