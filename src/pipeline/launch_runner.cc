@@ -2,7 +2,6 @@
 #include "pipeline/launch_runner.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "pipeline/beside.h"
 #include "util/strings.h"
 
 namespace berth::pipeline {
@@ -116,7 +117,6 @@ Result<bool> stage_input(const std::string& src, const std::string& dst) {
   return false;
 }
 
-
 std::string staged_path(const std::string& stage, const std::string& relative) {
   std::string dest = stage + "/" + relative;
   // in/ is there already; anything deeper (in/parts.2/, scripts/) is made.
@@ -131,12 +131,15 @@ std::string staged_path(const std::string& stage, const std::string& relative) {
 std::map<std::string, std::vector<std::string>> staged_layout(
     const std::map<std::string, Input>& inputs) {
   // How many items of the step have each name: a name given twice cannot be one file.
+  // (A file beside the pipeline is staged at its own path, not under in/: beside.h.)
   std::map<std::string, int> uses;
   for (const auto& [name, input] : inputs) {
+    if (!beside_path_of(name).empty()) continue;
     for (const InputItem& item : input.items) ++uses[item.staged_name()];
   }
   std::map<std::string, std::vector<std::string>> out;
   for (const auto& [name, input] : inputs) {
+    if (!beside_path_of(name).empty()) continue;
     auto& paths = out[name];
     paths.reserve(input.items.size());
     for (size_t k = 0; k < input.items.size(); ++k) {

@@ -51,7 +51,8 @@ Result<bool> stage_input(const std::string& src, const std::string& dst);
 // so that files that go together (`x.bam`, `x.bam.bai`) are side by side as their
 // names say; when two items of the step share a name, each of them goes to
 // in/<input>.<k>/<its name> instead. A function of keyed things only: the input's name,
-// the item's index and its staged name.
+// the item's index and its staged name. Files beside the pipeline (beside.h) are staged
+// at their own paths and have no entry.
 std::map<std::string, std::vector<std::string>> staged_layout(
     const std::map<std::string, Input>& inputs);
 
