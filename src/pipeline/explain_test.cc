@@ -29,11 +29,12 @@ TEST(Explain, NamesTheParamOrConfigValueThatChangedOldToNew) {
       "config 'steps' changed (100 -> 200)");
   EXPECT_EQ(why(basis("x", R"({"a":"1"})"), basis("x", R"({"b":"2"})", "", "r2")),
             "param 'b' is new (2); param 'a' was removed");
-  // A value and an edit of the command: both said.
+  // No value named: the command's own edit.
   EXPECT_EQ(why(basis("echo 1"), basis("echo 2")), "its command changed");
   EXPECT_EQ(why(basis("x", R"({"n":"1"})", "", "r1"), basis("x", R"({"n":"1"})", "", "r2")),
             "its params, environment or outputs changed");
-  // Bases written before params were kept: nothing to name, as before.
+  // An earlier basis without the param (it did not vary then): the param is new, and
+  // says why the command changed.
   EXPECT_EQ(why(basis("echo 1"), basis("echo 2", R"({"n":"2"})")), "param 'n' is new (2)");
   EXPECT_EQ(why(basis("x"), basis("x")),
             "its result is not in the store (never published, or removed)");
