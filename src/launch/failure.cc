@@ -147,6 +147,8 @@ const char* stage_name(SpawnStage s) {
       return "chdir";
     case SpawnStage::kExec:
       return "execve";
+    case SpawnStage::kReadOnly:
+      return "making its inputs read-only (a mount namespace of its own)";
   }
   return nullptr;
 }

@@ -24,6 +24,7 @@ enum class SpawnStage : int32_t {
   kLimits,      // setrlimit
   kChdir,       // the working directory
   kExec,        // execve
+  kReadOnly,    // unshare / mount: making the read-only paths so (read_only.h)
 };
 
 // The record: exactly this, written with one write(2) of sizeof(SpawnFailure) bytes.

@@ -225,7 +225,7 @@ TEST_F(FailureTest, EveryMessageNamesRankNodeAndTarget) {
   const SpawnStage stages[] = {SpawnStage::kNone,      SpawnStage::kGate,    SpawnStage::kSetsid,
                                SpawnStage::kStdio,     SpawnStage::kSignals, SpawnStage::kAffinity,
                                SpawnStage::kMemPolicy, SpawnStage::kLimits,  SpawnStage::kChdir,
-                               SpawnStage::kExec};
+                               SpawnStage::kExec,      SpawnStage::kReadOnly};
   const int errs[] = {0, ENOENT, EACCES, ENOEXEC, ENOTDIR, EPERM, EINVAL, 9999};
   FailureContext c = ctx("myprog");
   c.rank = 17;

@@ -290,6 +290,13 @@ Result<void> Supervisor::start_one(Rank& r, size_t index) {
   for (const auto& [k, v] : envs_[index].vars()) req.envp.push_back(k + "=" + v);
   req.cwd = app.cwd;
   req.cpus = r.cpus;
+  ReadOnlyPaths read_only;
+  if (!app.read_only.empty()) {
+    auto planned = plan_read_only(app.read_only);
+    if (!planned.ok()) return planned.error();
+    read_only = std::move(*planned);
+    req.read_only = &read_only;
+  }
   const int rank_index = static_cast<int>(index);
   if (wire_ && wire_->child_fd(rank_index) >= 0) req.pass_fds = {wire_->child_fd(rank_index)};
 

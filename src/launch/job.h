@@ -50,6 +50,8 @@ struct AppSpec {
   std::vector<EnvDirective> env;             // this app's directives, after the job's
   std::optional<std::vector<int>> cpu_set;   // --cpu-set: bind this app within these CPUs
   std::string cwd;                           // "" = berth's own
+  // Paths its ranks may not write through (read_only.h): a pipeline step's inputs.
+  std::vector<std::string> read_only;
 };
 
 struct JobSpec {

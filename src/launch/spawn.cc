@@ -70,6 +70,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -171,6 +172,13 @@ struct ChildArgs {
   int n_pass = 0;
   int errfd = -1;
   int guard_fd = -1;  // guard.h: the child names its group there; -1 = no guard
+  // g'. Read-only paths (read_only.h): n_read_only of them, with their flags.
+  const char* const* read_only = nullptr;
+  const unsigned long* read_only_flags = nullptr;
+  size_t n_read_only = 0;
+  bool user_ns = false;
+  const char* uid_map = nullptr;
+  const char* gid_map = nullptr;
 };
 
 // ---- the child ------------------------------------------------------------------------
@@ -199,6 +207,41 @@ BERTH_CHILD_CODE void child_close_range(unsigned lo, unsigned hi) {
   if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &rl) != 0) rl.rlim_cur = 1024;
   uint64_t top = rl.rlim_cur < hi ? rl.rlim_cur : static_cast<uint64_t>(hi) + 1;
   for (uint64_t fd = lo; fd < top; ++fd) syscall(SYS_close, fd);
+}
+
+// Writes `text` (NUL-terminated) to the file at `path`; 0 or errno.
+BERTH_CHILD_CODE int child_write_file(const char* path, const char* text) {
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC));
+  if (fd < 0) return errno;
+  size_t n = 0;
+  while (text[n] != '\0') ++n;
+  long w = syscall(SYS_write, fd, text, n);
+  int err = w < 0 ? errno : (static_cast<size_t>(w) == n ? 0 : EIO);
+  syscall(SYS_close, fd);
+  return err;
+}
+
+// g'. The read-only paths: a namespace of the child's own, each path bind-mounted onto
+// itself (symlinks followed: the file it names) and remounted read-only there. 0 or
+// errno.
+BERTH_CHILD_CODE int child_read_only(const ChildArgs& a) {
+  if (syscall(SYS_unshare, CLONE_NEWNS | (a.user_ns ? CLONE_NEWUSER : 0)) != 0) return errno;
+  if (a.user_ns) {
+    // Its own ids mapped to themselves; setgroups denied first, as the kernel requires
+    // of an unprivileged gid_map.
+    if (int e = child_write_file("/proc/self/setgroups", "deny")) return e;
+    if (int e = child_write_file("/proc/self/uid_map", a.uid_map)) return e;
+    if (int e = child_write_file("/proc/self/gid_map", a.gid_map)) return e;
+  }
+  // Nothing mounted here may reach berth's namespace (a shared / would carry it).
+  if (syscall(SYS_mount, "none", "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return errno;
+  for (size_t i = 0; i < a.n_read_only; ++i) {
+    const char* path = a.read_only[i];
+    if (syscall(SYS_mount, path, path, nullptr, MS_BIND, nullptr) != 0) return errno;
+    unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | a.read_only_flags[i];
+    if (syscall(SYS_mount, "none", path, nullptr, flags, nullptr) != 0) return errno;
+  }
+  return 0;
 }
 
 BERTH_CHILD_CODE int child_main(void* p) {
@@ -301,6 +344,11 @@ BERTH_CHILD_CODE int child_main(void* p) {
     }
   }
 
+  // g'. Read-only paths.
+  if (a.n_read_only > 0) {
+    if (int e = child_read_only(a)) child_fail(errfd, SpawnStage::kReadOnly, e);
+  }
+
   // h. Working directory, then i. exec.
   if (a.cwd != nullptr && syscall(SYS_chdir, a.cwd) != 0) {
     child_fail(errfd, SpawnStage::kChdir, errno);
@@ -333,6 +381,7 @@ class Scratch {
     return static_cast<char*>(stack_) + page_ + kChildStackBytes;
   }
   std::vector<char*> ptrs;         // argv, nullptr, envp, nullptr
+  std::vector<const char*> read_only;  // the read-only paths (g')
   std::vector<unsigned long> cpu;  // the affinity mask, in the kernel's layout
 
  private:
@@ -472,6 +521,20 @@ Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext
                 prefix(ctx) + "more than " + std::to_string(kMaxPassFds) + " descriptors to pass");
   }
   for (int fd : req.pass_fds) args.pass[args.n_pass++] = fd;
+  if (req.read_only != nullptr && !req.read_only->empty()) {
+    const ReadOnlyPaths& ro = *req.read_only;
+    if (ro.keep_flags.size() != ro.paths.size()) {
+      return fail(Errc::kInvalidInput, prefix(ctx) + "read-only paths without their flags");
+    }
+    s.read_only.clear();
+    for (const std::string& path : ro.paths) s.read_only.push_back(path.c_str());
+    args.read_only = s.read_only.data();
+    args.read_only_flags = ro.keep_flags.data();
+    args.n_read_only = ro.paths.size();
+    args.user_ns = ro.user_ns;
+    args.uid_map = ro.uid_map.c_str();
+    args.gid_map = ro.gid_map.c_str();
+  }
 
   void* stack = s.stack_top();
   if (stack == nullptr) {

@@ -10,8 +10,9 @@
 //           wired; pass_fds placed at 3, 4, …; every other descriptor closed
 //           (close_range); signal dispositions
 //           and mask reset; CPU affinity from the parent's mask; memory policy where
-//           asked (a refused default policy is silent); resource limits; working
-//           directory; execve.
+//           asked (a refused default policy is silent); resource limits; read-only
+//           paths in a mount namespace of its own, where asked; working directory;
+//           execve.
 //   any failure: one SpawnFailure record through the pipe, then _exit(127). EOF on
 //           the pipe with no record means exec succeeded.
 // The parent renders a failure into a message naming the rank, the executable or
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "launch/failure.h"
+#include "launch/read_only.h"
 #include "util/env.h"
 #include "util/result.h"
 
@@ -51,6 +53,9 @@ struct SpawnRequest {
   // it (EPERM under a container's seccomp) the child goes on silently.
   std::optional<int> mempolicy;
   bool mempolicy_default = false;
+  // Paths the program may not write through (read_only.h): made read-only in a mount
+  // namespace of the child's own. nullptr or empty: none, and no namespace.
+  const ReadOnlyPaths* read_only = nullptr;
 };
 
 struct Spawned {

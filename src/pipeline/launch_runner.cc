@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/job.h"
+#include "launch/read_only.h"
 #include "pipeline/beside.h"
 #include "pipeline/canonical.h"
 #include "pipeline/canonicaliser.h"
@@ -200,6 +201,18 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     app.argv = cmd->argv;
     app.cpu_set = p.cores.empty() ? std::vector<int>{} : p.cores[0];
     app.ranks = s.tasks;
+    // Its inputs are links to the user's files and to stored objects: it sees them
+    // read-only, so that a write through one fails rather than change the original
+    // (read_only.h). Where this node does not allow that, the run says so once.
+    const Result<void>& protect = launch::read_only_support();
+    for (const auto& [name, dests] : paths.inputs) {
+      if (protect.ok()) app.read_only.insert(app.read_only.end(), dests.begin(), dests.end());
+    }
+    if (!protect.ok() && !paths.inputs.empty() && !told_unprotected_.exchange(true)) {
+      r.notices.push_back(fmt::format("{}; steps' inputs are not protected from writes, and a "
+                                      "step that writes to one changes the original",
+                                      protect.error().message()));
+    }
     if (s.memory_cap_mb) {
       // berth sets no memory limit on this node (no cgroup of its own): say so with the
       // step rather than let a cap look kept.

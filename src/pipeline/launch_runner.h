@@ -5,7 +5,8 @@
 //   1. an empty staging directory (staging.h), its file inputs linked in and its
 //      upstream inputs materialised from the store;
 //   2. its command rendered and launched — bound to its cores on this node as one job
-//      (an MPI job on berth's wire-up, spec 07), or through the machine's launcher for
+//      (an MPI job on berth's wire-up, spec 07) that sees its inputs read-only
+//      (read_only.h), or through the machine's launcher for
 //      a placement elsewhere; its output collected and handed to `output` once, after
 //      it ends; its placement freed as soon as its processes have ended;
 //   3. every file input stamped again: one changed while it ran fails the step;
@@ -17,6 +18,7 @@
 // Nothing partial is published: a failure at any point stores no row.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -81,6 +83,7 @@ class LaunchStepRunner final : public StepRunner {
   std::mutex mu_;
   std::map<size_t, std::thread> threads_;  // by step
   std::vector<size_t> finished_;           // steps whose thread has returned
+  std::atomic<bool> told_unprotected_{false};  // inputs could not be made read-only: said
 };
 
 }  // namespace berth::pipeline

@@ -106,16 +106,20 @@ run run pipeline.toml --format json
 expect_eq "symlinked input: the step read it" "$RC:$(cat results/r/o)" "0:in"
 expect_eq "symlinked input: its ctime is untouched" "$(ctime in.txt)" "$before"
 
-# An input replaced while its step runs: the step's outputs are not stored (its key
-# names bytes it may not have read), the step fails saying so, and it runs again.
+# An input replaced by another process while its step runs: the step's outputs are
+# not stored (its key names bytes it may not have read), the step fails saying so, and
+# it runs again. (The step cannot replace it itself: it sees its inputs read-only.)
 cat >pipeline.toml <<X
 [[step]]
 name = "r"
 inputs = { src = "in.txt" }
-run = "cat {in.src} > {out.o}; [ -e $T/c/once ] || (touch $T/c/once; printf 'other\\n' > $T/c/new; mv $T/c/new $T/c/in.txt)"
+run = "cat {in.src} > {out.o}; [ -e $T/c/once ] || (touch $T/c/started; while [ ! -e $T/c/once ]; do sleep 0.02; done)"
 outputs = ["o"]
 X
+( for _ in $(seq 500); do [ -e started ] && break; sleep 0.02; done
+  printf 'other\n' > new; mv new in.txt; touch once ) &
 run run pipeline.toml --format json
+wait
 expect_eq "input replaced mid-step: exit 1" "$RC" 1
 expect_contains "input replaced mid-step: said" \
   "$(json "[s['reason'] for s in j['steps'] if s['name']=='r'][0]")" \
@@ -151,4 +155,34 @@ expect_contains "rowless: reported" "$(json "j['problems']")" "its row was not w
 expect_eq "rowless: results materialised" "$(cat results/b/o | tr '\n' ' ')" "a a "
 run run pipeline.toml --format json
 expect_eq "rowless: nothing was cached" "$(json "j['executed']")" 2
+# A step cannot change its inputs (spec 04 §7.4): a write through the link to the
+# user's file, through another name of it, or through an upstream output fails with
+# "Read-only file system", and the original, the stored object and the upstream's
+# result are unchanged. Each step then goes on to write its output without the write.
+mkdir -p "$T/w"
+cd "$T/w"
+printf 'orig\n' >data.csv
+cat >pipeline.toml <<X
+[[step]]
+name = "append"
+inputs = { d = "data.csv" }
+run = "(echo more >> {in.d}) 2> {out.err}; (: > $T/w/data.csv) 2>> {out.err}; cat {in.d} > {out.o}"
+outputs = ["o", "err"]
+[[step]]
+name = "down"
+inputs = { u = "@append/o" }
+run = "(echo bad >> {in.u}) 2> {out.err}; cat {in.u} > {out.o}"
+outputs = ["o", "err"]
+X
+run run pipeline.toml --format json
+expect_eq "read-only inputs: exit 0" "$RC" 0
+expect_eq "read-only inputs: the user's file is unchanged" "$(cat data.csv)" "orig"
+expect_eq "read-only inputs: the step read it" "$(cat results/append/o)" "orig"
+expect_eq "read-only inputs: both writes to it failed" \
+  "$(grep -c 'Read-only file system' results/append/err)" 2
+expect_eq "read-only inputs: the upstream result is unchanged" "$(cat results/down/o)" "orig"
+expect_contains "read-only inputs: the write to it failed" "$(cat results/down/err)" \
+  "Read-only file system"
+run store verify --store "file://$T/w/.berth/store"
+expect_eq "read-only inputs: the store verifies" "$RC" 0
 finish
