@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "pipeline/collect.h"
 #include "pipeline/worker.h"
 #include "store/object_store.h"
+#include "store/tree.h"
 
 namespace berth::cli {
 namespace {
@@ -109,8 +111,10 @@ int run_store(const std::string& verb, const StoreFlags& f) {
     std::printf("%s\n", (*row)->c_str());
     return kExitOk;
   }
-  // verify: every named object, or every object a step row names.
+  // verify: every named object, or every object a step row names — for a directory
+  // output, its manifest and every file the manifest names (store/tree.h).
   std::vector<std::string> names = f.args;
+  std::set<std::string> trees;
   if (names.empty()) {
     auto rows = (*store)->list_rows(
         store::row_address("steps", "").substr(0, store::row_address("steps", "").size()));
@@ -120,14 +124,29 @@ int run_store(const std::string& verb, const StoreFlags& f) {
         if (!row.ok() || !row->has_value()) continue;
         auto j = nlohmann::json::parse(**row, nullptr, false);
         if (j.is_discarded() || !j.contains("outputs")) continue;
-        for (auto& [k, v] : j["outputs"].items()) names.push_back(v.value("object", ""));
+        for (auto& [k, v] : j["outputs"].items()) {
+          if (!v.is_object()) continue;
+          names.push_back(v.value("object", ""));
+          if (v.value("form", "") == "tree") trees.insert(names.back());
+        }
       }
     }
   }
   int bad = 0;
-  for (const auto& n : names) {
-    auto got = (*store)->get_object(n);
-    bool ok = got.ok() && got->present();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string n = names[i];
+    bool ok = false;
+    if (trees.count(n)) {
+      std::vector<store::TreeEntry> entries;
+      auto got = store::get_tree(**store, n, &entries);
+      ok = got.ok() && got->present();
+      if (ok) {
+        for (std::string& child : store::tree_objects(entries)) names.push_back(std::move(child));
+      }
+    } else {
+      auto got = (*store)->get_object(n);
+      ok = got.ok() && got->present();
+    }
     if (!ok) ++bad;
     std::printf("%s  %s\n", ok ? "ok     " : "corrupt", n.c_str());
   }

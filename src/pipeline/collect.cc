@@ -8,9 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "pipeline/dir_output.h"
 #include "pipeline/lease.h"
 #include "pipeline/report.h"
 #include "pipeline/step_cache.h"
+#include "store/tree.h"
 #include "util/strings.h"
 
 namespace berth::pipeline {
@@ -28,6 +30,7 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 struct Reach {
   std::set<std::string> objects;
   std::set<std::string> rows;
+  std::set<std::string> trees;  // manifests of directory outputs (their files: expand())
   std::vector<std::string> problems;
 
   void object(const json& j) {
@@ -40,10 +43,29 @@ struct Reach {
     if (!j.is_object()) return;
     if (j.contains("outputs") && j["outputs"].is_object()) {
       for (const auto& [name, out] : j["outputs"].items()) {
-        if (out.is_object() && out.contains("object")) object(out["object"]);
+        if (!out.is_object() || !out.contains("object")) continue;
+        object(out["object"]);
+        if (out.value("form", "") == kTreeForm && out["object"].is_string()) {
+          trees.insert(out["object"].get<std::string>());
+        }
       }
     }
     if (j.contains("log")) object(j["log"]);
+  }
+  // Every file of every tree reached: a tree's manifest names them (store/tree.h).
+  Result<void> expand(store::ObjectStore& s) {
+    for (const std::string& manifest : trees) {
+      std::vector<store::TreeEntry> entries;
+      BERTH_TRY(store::ObjectRead got, store::get_tree(s, manifest, &entries));
+      if (!got.present()) {
+        problems.push_back(fmt::format("tree {}: {}; the files it names are not known",
+                                       manifest, got.problem.empty() ? "not in the store"
+                                                                     : got.problem));
+        continue;
+      }
+      for (std::string& name : store::tree_objects(entries)) objects.insert(std::move(name));
+    }
+    return Ok{};
   }
 };
 
@@ -224,6 +246,7 @@ Result<CollectReport> collect_store(store::ObjectStore& s, const CollectOptions&
   }
 
   // 5. Objects no kept row or run reaches, older than the grace period.
+  BERTH_CHECK(reach.expand(s));
   std::vector<std::string> doomed_objects;
   for (const auto& e : objects) {
     sizes[e.name] = e.bytes;
@@ -270,6 +293,7 @@ Result<CollectReport> collect_store(store::ObjectStore& s, const CollectOptions&
         BERTH_CHECK(reach_step_row(s, e.name, fresh));
       }
     }
+    BERTH_CHECK(fresh.expand(s));
     return fresh;
   };
   auto spare_rows = [&]() -> Result<std::set<std::string>> {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "pipeline/beside.h"
+#include "pipeline/dir_output.h"
 #include "pipeline/fan_in.h"
 #include "pipeline/graph_order.h"
 #include "util/flat_index.h"
@@ -134,7 +135,9 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
   table->outputs = s.outputs;
   for (const std::string& o : s.outputs) {
     auto it = s.canonical.find(o);
-    table->canonical[o] = it == s.canonical.end() ? "bytes" : it->second;
+    table->canonical[o] = s.directories.count(o) ? std::string(kTreeForm)
+                          : it == s.canonical.end() ? "bytes"
+                                                    : it->second;
   }
   table->tools = s.tools;
   std::sort(table->tools.begin(), table->tools.end());

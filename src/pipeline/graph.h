@@ -72,7 +72,8 @@ struct StepTable {
   // file's rows), rather than the grid's mixed radix (spec 04 §3.1).
   bool rows = false;
   std::vector<std::string> outputs;              // in the order the file gives
-  std::map<std::string, std::string> canonical;  // every output -> its form
+  // every output -> its form ("tree" for a directory output, dir_output.h)
+  std::map<std::string, std::string> canonical;
   // Its params whose text is the same for every step; those that use foreach keys are
   // in param_templates (name -> the param's compiled text), expanded per step.
   std::map<std::string, Param> params;

@@ -55,6 +55,25 @@ TEST(Graph, ExpandsTheSpecExample) {
   EXPECT_EQ(g->find("nope"), std::nullopt);
 }
 
+TEST(Graph, ADirectoryOutputHasTheTreeFormAndIsReferencedByItsName) {
+  auto g = expand_text(R"(
+[[step]]
+name = "make"
+run = "touch {out.plots}/a"
+outputs = ["plots/", "log"]
+[[step]]
+name = "read"
+inputs = { p = "@make/plots" }
+run = "ls {in.p} > {out.o}"
+outputs = ["o"]
+)");
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ(g->steps[0].canonical.at("plots"), "tree");
+  EXPECT_EQ(g->steps[0].canonical.at("log"), "bytes");
+  EXPECT_EQ(g->steps[1].inputs.at("p").items[0].output, "plots");
+  EXPECT_EQ(g->steps[1].deps, (std::vector<size_t>{0}));
+}
+
 TEST(Graph, ForeachIsACartesianProductKeysSortedValuesInOrder) {
   auto g = expand_text(R"(
 [[step]]

@@ -100,6 +100,7 @@ TEST(Key, ChangesWhenAnyKeyedFieldChanges) {
       {"which input goes where", with(b, "{in.text} {in.parts}", "{in.parts} {in.text}")},
       {"an output placeholder", with(b, "> {out.counts}", "> {out.log}")},
       {"argv word boundaries", with(cmd_base, "\"sort\", \"-k{param.k}\"", "\"sort -k{param.k}\"")},
+      {"an output made a directory", with(b, "\"counts\", \"log\"]", "\"counts\", \"log/\"]")},
       {"a param value", with(b, "k = 2", "k = 3")},
       {"a param type", with(b, "k = 2", "k = \"2\"")},
       {"a param name", with(b, "mode = \"fast\"", "mood = \"fast\"")},

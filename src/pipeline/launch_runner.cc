@@ -2,8 +2,11 @@
 #include "pipeline/launch_runner.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -13,9 +16,11 @@
 #include "pipeline/canonical.h"
 #include "pipeline/canonicaliser.h"
 #include "pipeline/command.h"
+#include "pipeline/dir_output.h"
 #include "pipeline/leftovers.h"
 #include "pipeline/worker.h"
 #include "place/render.h"
+#include "store/tree.h"
 #include "util/files.h"
 #include "util/strings.h"
 
@@ -172,7 +177,9 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
         items.push_back({{"file", item.text}});
       } else {
         const auto& rec = upstream.at(next_upstream++);
-        auto got = cache_.objects().materialize(rec.object, dest);
+        // An upstream directory output is staged as the directory in/<name>/.
+        auto got = is_tree(rec) ? store::materialize_tree(cache_.objects(), rec.object, dest)
+                                : cache_.objects().materialize(rec.object, dest);
         if (!got.ok()) return failed(got.error().message());
         if (!got->present()) {
           return failed(fmt::format("input '{}' ({}) is not in the store: {}", name, item.text,
@@ -187,7 +194,14 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     }
     prov_inputs[name] = std::move(items);
   }
-  for (const std::string& out : s.outputs) paths.outputs[out] = stage + "/out/" + out;
+  for (const std::string& out : s.outputs) {
+    paths.outputs[out] = stage + "/out/" + out;
+    // A directory output is there, empty, for the step to fill.
+    if (s.canonical.count(out) && s.canonical.at(out) == kTreeForm &&
+        ::mkdir(paths.outputs[out].c_str(), 0777) != 0) {
+      return failed(fmt::format("cannot create {}: {}", paths.outputs[out], std::strerror(errno)));
+    }
+  }
   auto cmd = render_command(s, paths);
   if (!cmd.ok()) return failed(cmd.error().message());
 
@@ -327,6 +341,19 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     if (!files::exists(path)) {
       return failed(fmt::format("declared output '{}' was not written ({})", out, path));
     }
+    if (s.canonical.count(out) && s.canonical.at(out) == kTreeForm) {
+      // A directory output: its files handed over, then its manifest (store/tree.h).
+      auto tree = store::put_tree(cache_.objects(), path);
+      if (!tree.ok()) return failed(tree.error().with_context("output '" + out + "'").message());
+      r.outputs[out] = {*tree, std::string(kTreeForm), *tree};
+      outputs[out] = output_json(r.outputs[out]);
+      continue;
+    }
+    if (std::error_code ec; fs::is_directory(path, ec)) {
+      return failed(fmt::format("output '{}' is a directory: declare it as \"{}/\" to store "
+                                "it as a tree",
+                                out, out));
+    }
     // The output is handed over: the store may make it the stored copy (no copy).
     auto object = cache_.objects().adopt_object_file(path);
     if (!object.ok()) return failed(object.error().message());
@@ -414,6 +441,13 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     // in staging: the one move a collector on a store without rename can race is the
     // deletion of an object just refreshed (spec 05 §10).
     for (const auto& [out, rec] : r.outputs) {
+      if (is_tree(rec)) {
+        auto restored = restore_tree(cache_.objects(), rec.object, paths.outputs[out]);
+        if (!restored.ok()) {
+          d.problems.push_back(fmt::format("step '{}': {}", s.name, restored.error().message()));
+        }
+        continue;
+      }
       auto there = cache_.objects().has_object(rec.object);
       if (there.ok() && !*there) (void)cache_.objects().put_object_file(paths.outputs[out]);
     }

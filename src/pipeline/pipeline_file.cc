@@ -189,14 +189,18 @@ Result<StepSpec> read_step(const toml::table& t0, size_t index, const PipelineFi
   BERTH_CHECK(read_inputs(f, s));
   {
     BERTH_TRY(std::optional<std::vector<std::string>> outs, f.strings("outputs", true));
-    if (outs) s.outputs = std::move(*outs);
     std::set<std::string> seen;
-    for (const std::string& o : s.outputs) {
+    // "plots/" declares a directory output named plots (stored as a tree).
+    for (const std::string& given : outs ? *outs : std::vector<std::string>{}) {
+      bool dir = given.size() > 1 && given.back() == '/';
+      std::string o = dir ? given.substr(0, given.size() - 1) : given;
       if (auto problem = output_name_problem(o))
         return f.error(f.node("outputs"), "outputs", *problem);
       if (!seen.insert(o).second) {
         return f.error(f.node("outputs"), "outputs", fmt::format("'{}' is listed twice", o));
       }
+      if (dir) s.directories.insert(o);
+      s.outputs.push_back(std::move(o));
     }
   }
   BERTH_CHECK(read_params(f, s));
@@ -243,6 +247,12 @@ Result<StepSpec> read_step(const toml::table& t0, size_t index, const PipelineFi
     const toml::node* n = t.get("canonical")->as_table()->get(out);
     if (std::find(s.outputs.begin(), s.outputs.end(), out) == s.outputs.end()) {
       return f.error(n, "canonical." + str::printable(out), "names no output of this step");
+    }
+    if (s.directories.count(out)) {
+      return f.error(n, "canonical." + str::printable(out),
+                     fmt::format("'{}' is a directory output, stored as a tree of its files' "
+                                 "bytes: it has no canonical form",
+                                 out));
     }
     BERTH_TRY(form, with_config(f, n, "canonical." + str::printable(out), form, pf));
     auto parsed = parse_canonical_form(form);

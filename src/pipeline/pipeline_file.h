@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +97,7 @@ struct StepSpec {
   std::optional<std::vector<std::string>> cmd;  // an argv (exactly one of the two)
   std::map<std::string, InputSpec> inputs;
   std::vector<std::string> outputs;  // in the order given; distinct
+  std::set<std::string> directories;  // the outputs written "name/": stored as trees
   // String params are templates over the foreach keys and {config.X} (expanded per
   // step, graph.h); other types are their text.
   std::map<std::string, Param> params;
@@ -198,7 +200,8 @@ Result<PipelineFile> read_pipeline(const std::string& path);
 std::optional<std::string> step_name_problem(std::string_view name);
 std::optional<std::string> item_name_problem(std::string_view name);
 // An output's name: [A-Za-z0-9_.-]+, not starting with '.' (`table.csv`: a file's name,
-// as results/<step>/ holds it).
+// as results/<step>/ holds it). Given with a '/' after it (`plots/`), the name declares a
+// directory output; this is the name without it.
 std::optional<std::string> output_name_problem(std::string_view name);
 std::optional<std::string> foreach_key_problem(std::string_view name);
 

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "pipeline/testdata.h"
 
 namespace berth::pipeline {
@@ -171,6 +175,16 @@ TEST(PipelineFile, ReadingByTableGivesWhatReadingWholeGives) {
   EXPECT_EQ(pf->steps[1499].inputs.at("x").pos.line, 6u + 1499u * 7u + 4u);
 }
 
+TEST(PipelineFile, AnOutputEndingInASlashIsADirectory) {
+  auto r = parse_pipeline(
+      "[[step]]\nname = 's'\nrun = 'x'\noutputs = ['plots/', 'table.csv', 'raw/']\n", "p.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const StepSpec& s = r->steps[0];
+  // The names stay bare: {out.plots}, @s/plots, results/s/plots.
+  EXPECT_EQ(s.outputs, (std::vector<std::string>{"plots", "table.csv", "raw"}));
+  EXPECT_EQ(s.directories, (std::set<std::string>{"plots", "raw"}));
+}
+
 TEST(PipelineFile, ParsesEveryOptionalKey) {
   auto r = parse_pipeline(R"(
 [[step]]
@@ -290,6 +304,11 @@ TEST(PipelineFile, RejectsBadFilesNamingFileStepAndKey) {
        "p.toml:5:19: step 's': canonical.o: canonical form \"sorted\""},
       {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['o']\ncanonical = { o = 'command:' }\n",
        "p.toml:5:19: step 's': canonical.o: canonical form \"command:\": no command"},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['p/']\ncanonical = { p = 'json' }\n",
+       "p.toml:5:19: step 's': canonical.p: 'p' is a directory output"},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['p', 'p/']\n", "outputs: 'p' is listed twice"},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['a/b/']\n", "outputs: "},
+      {"[[step]]\nname = 's'\nrun = 'x'\noutputs = ['/']\n", "outputs: "},
       {"[[step]]\nname = 's'\nrun = 'x'\nenv = { '1X' = 'a' }\n",
        "env.1X: not a valid environment variable name"},
       {"[[step]]\nname = 's'\nrun = 'x'\nenv = { X = 1 }\n", "env.X: must be a string"},

@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
+#include "pipeline/dir_output.h"
 #include "pipeline/step_row.h"
 
 namespace berth::pipeline {
@@ -60,6 +62,11 @@ std::optional<StepRecord> StepCache::lookup(const Step& s, const std::string& ke
     if (!store::check_object_name(rec.object).ok()) return std::nullopt;
     auto has = objects_.has_object(rec.object);
     if (!has.ok() || !*has) return std::nullopt;
+    // A tree is there when every file it names is (and each is refreshed).
+    if (is_tree(rec) && !tree_whole(objects_, rec.object, seen ? &seen->objects : nullptr,
+                                    problems)) {
+      return std::nullopt;
+    }
     if (seen) seen->objects.push_back(rec.object);
     r.outputs[out] = rec;
   }
@@ -95,6 +102,11 @@ Result<void> StepCache::materialize(const StepRecord& r, std::vector<std::string
   }
   for (const auto& [out, rec] : r.outputs) {
     std::string dest = dir + "/" + out;
+    if (is_tree(rec)) {
+      BERTH_CHECK(materialize_tree_result(objects_, index_, r.name, rec, dest, problems,
+                                          seen));
+      continue;
+    }
     // A result already in place, unchanged since it was verified, is not touched:
     // a no-op rerun stats instead of rehashing.
     if (index_) {
@@ -105,7 +117,12 @@ Result<void> StepCache::materialize(const StepRecord& r, std::vector<std::string
         }
       }
     }
-    // materialize() replaces `dest` atomically, never writing into it.
+    // materialize() replaces `dest` atomically, never writing into it; a directory
+    // there (the output was a directory before) goes first.
+    if (struct stat there {}; ::lstat(dest.c_str(), &there) == 0 && S_ISDIR(there.st_mode)) {
+      std::error_code ec;
+      std::filesystem::remove_all(dest, ec);
+    }
     auto got = objects_.materialize(rec.object, dest);
     if (!got.ok()) return got.error();
     if (!got->present()) {

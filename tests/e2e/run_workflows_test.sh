@@ -3,7 +3,8 @@
 # whose new sample joins every fan-in that covers it; a sweep read from a CSV table
 # whose new row runs alone with the aggregate; an ensemble under [config] whose
 # override reruns exactly the steps it changes; an analysis whose scripts sit beside
-# the pipeline, where editing one reruns exactly the steps that run it.
+# the pipeline, where editing one reruns exactly the steps that run it; a simulation
+# whose snapshots are a directory output, read whole by its analysis.
 . "$(dirname "$0")/common.sh"
 
 # counts: "executed cached failed skipped refused" of the report in $OUT.
@@ -110,4 +111,25 @@ expect_eq "analysis: then nothing runs" "$(counts)" "0 5 0 0 0"
 printf '# report.py, reworded\n' >>scripts/report.py
 run run pipeline.toml --format json
 expect_eq "analysis: editing the report script reruns the report alone" "$(executed)" "report"
+# 5. A directory output: as many snapshots as the configuration asks for, read whole.
+cp -r "$BERTH_SOURCE_DIR/examples/snapshots" "$T/sn"
+rm -rf "$T/sn/.berth" "$T/sn/results"
+cd "$T/sn"
+run run pipeline.toml --format json
+expect_eq "snapshots: exit 0" "$RC" 0
+expect_eq "snapshots: both ran" "$(executed)" "energy simulate"
+expect_eq "snapshots: five snapshots and the run's parameters" \
+  "$(cd results/simulate/snapshots && find . -type f | sort | tr '\n' ' ')" \
+  "./meta/run.txt ./t0000.csv ./t0005.csv ./t0010.csv ./t0015.csv ./t0020.csv "
+expect_eq "snapshots: the analysis read every one" "$(wc -l <results/energy/energy.csv)" 6
+expect_eq "snapshots: heat is conserved at the start" "$(sed -n 2p results/energy/energy.csv)" \
+  "t0000,100.0000,100.0000"
+run run pipeline.toml --config steps=40 --format json
+expect_eq "snapshots: steps=40: nine snapshots, both reran" \
+  "$(executed) $(ls results/simulate/snapshots/*.csv | wc -l)" "energy simulate 9"
+run run pipeline.toml --format json
+expect_eq "snapshots: back to the file's configuration: found in the store" "$(counts)" \
+  "0 2 0 0 0"
+expect_eq "snapshots: and its five snapshots are the result again" \
+  "$(ls results/simulate/snapshots/*.csv | wc -l)" 5
 finish
