@@ -239,6 +239,13 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     if (!o_.machine || !o_.launcher) {
       return failed(fmt::format("placed on '{}', but no launcher reaches other nodes", r.node));
     }
+    // Read-only inputs are made on this node only (read_only.h): said once per run.
+    if (!paths.inputs.empty() && !told_remote_.exchange(true)) {
+      r.notices.push_back(fmt::format(
+          "placed on '{}' through the launcher: steps on other nodes see their inputs "
+          "writable, and a step that writes to one changes the original",
+          r.node));
+    }
     place::LaunchSpec ls;
     ls.tasks = s.tasks;
     ls.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));

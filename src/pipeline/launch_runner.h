@@ -84,6 +84,7 @@ class LaunchStepRunner final : public StepRunner {
   std::map<size_t, std::thread> threads_;  // by step
   std::vector<size_t> finished_;           // steps whose thread has returned
   std::atomic<bool> told_unprotected_{false};  // inputs could not be made read-only: said
+  std::atomic<bool> told_remote_{false};       // ...nor on another node: said
 };
 
 }  // namespace berth::pipeline
