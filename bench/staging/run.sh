@@ -36,7 +36,7 @@ X
       { echo "staging $which: berth run failed" >&2; exit 1; }
     t1=$(date +%s.%N)
     # Round 0 hashes the input: not staging, not counted.
-    [ "$i" -gt 0 ] && times+=("$(echo "$t1 - $t0" | bc -l)")
+    [ "$i" -gt 0 ] && times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
   done
   printf '%s\n' "${times[@]}" | sort -n | sed -n 2p
 }
@@ -48,10 +48,11 @@ t0=$(date +%s.%N)
 cp big.bin copy.bin
 sync copy.bin
 t1=$(date +%s.%N)
-copy=$(echo "$t1 - $t0" | bc -l)
+copy=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
 rm -f copy.bin
 printf '%-44s %8.3f s\n' "run, 1 KiB input (staged, read-only)" "$small"
 printf '%-44s %8.3f s\n' "run, 1 GiB input (staged, read-only)" "$big"
 printf '%-44s %8.3f s\n' "cp of the 1 GiB input (what a copy costs)" "$copy"
-printf '%-44s %8.2fx\n' "1 GiB run / 1 KiB run" "$(echo "$big / $small" | bc -l)"
-printf '%-44s %8.2fx\n' "cp / 1 GiB run" "$(echo "$copy / $big" | bc -l)"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
+printf '%-44s %8.2fx\n' "1 GiB run / 1 KiB run" "$(ratio "$big" "$small")"
+printf '%-44s %8.2fx\n' "cp / 1 GiB run" "$(ratio "$copy" "$big")"

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,6 +55,10 @@ Result<ReadOnlyPaths> plan_read_only(std::vector<std::string> paths, bool user_n
 
 namespace {
 
+constexpr const char* kChroot =
+    "berth's root directory is not a mount point (a chroot), so what it mounted for a "
+    "step could reach the host's mounts";
+
 // Starts `sh -c 'echo x >> FILE'` with FILE read-only: OK when the write failed and the
 // file is unchanged; else what went wrong.
 Result<void> try_mode(bool user_ns) {
@@ -83,10 +89,31 @@ Result<void> try_mode(bool user_ns) {
   return fail(Errc::kUnsupported, "a write through a read-only path still reached the file");
 }
 
-// What the probe found, once per process: whether it works, and in which mode. Root
-// needs no user namespace (and keeps its capabilities without one); a root without
-// CAP_SYS_ADMIN, in a container, may still be allowed one, so the other mode is tried
-// when the natural one is refused.
+// Whether berth's root directory is the root of a mount. Not in a chroot: there the
+// child cannot stop what it mounts from propagating to the host's namespace (it can
+// change the propagation of a mount root only), so it does not try. A kernel that cannot
+// say (before 5.8) is taken at its word when the child tries.
+bool root_is_a_mount() {
+  struct statx st {};
+  if (::statx(AT_FDCWD, "/", AT_STATX_DONT_SYNC, STATX_TYPE, &st) != 0) return true;
+  if (!(st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)) return true;
+  return (st.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
+// Each mode tried once per process, at the first question.
+const Result<void>& mode_support(bool user_ns) {
+  auto tried = [](bool mode) -> Result<void> {
+    if (!root_is_a_mount()) return fail(Errc::kUnsupported, kChroot);
+    return try_mode(mode);
+  };
+  static const Result<void> modes[2] = {tried(false), tried(true)};
+  return modes[user_ns ? 1 : 0];
+}
+
+// What the probe found: whether it works, and in which mode. Root needs no user
+// namespace (and keeps its capabilities without one); a root without CAP_SYS_ADMIN, in
+// a container, may still be allowed one, so the other mode is taken when the natural
+// one is refused.
 struct Probe {
   Result<void> verdict = Ok{};
   bool user_ns = false;
@@ -96,19 +123,14 @@ const Probe& probe() {
   static const Probe found = [] {
     Probe p;
     p.user_ns = ::geteuid() != 0;
-    p.verdict = try_mode(p.user_ns);
-    if (!p.verdict.ok()) {
-      auto other = try_mode(!p.user_ns);
-      if (other.ok()) {
-        p.user_ns = !p.user_ns;
-        p.verdict = Ok{};
-      }
+    if (mode_support(p.user_ns).ok()) return p;
+    if (mode_support(!p.user_ns).ok()) {
+      p.user_ns = !p.user_ns;
+      return p;
     }
-    if (!p.verdict.ok()) {
-      p.verdict = fail(Errc::kUnsupported, fmt::format("this node does not let berth make "
-                                                       "paths read-only for a step: {}",
-                                                       p.verdict.error().message()));
-    }
+    p.verdict = fail(Errc::kUnsupported, fmt::format("this node does not let berth make "
+                                                     "paths read-only for a step: {}",
+                                                     mode_support(p.user_ns).error().message()));
     return p;
   }();
   return found;
@@ -122,5 +144,7 @@ Result<ReadOnlyPaths> plan_read_only(std::vector<std::string> paths) {
 }
 
 const Result<void>& read_only_support() { return probe().verdict; }
+
+const Result<void>& read_only_support(bool user_ns) { return mode_support(user_ns); }
 
 }  // namespace berth::launch

@@ -13,8 +13,9 @@
 // gid mapped to themselves: the ids the program sees, and those files, signals and
 // sockets see, are the same ones. Where the kernel does not allow that (user
 // namespaces disabled, a container's seccomp, an AppArmor policy that takes the
-// capabilities away), read_only_support() says why, and the caller stages without the
-// protection and says so.
+// capabilities away) or berth runs in a chroot (whose root is not a mount, so the
+// child could not keep its mounts from propagating), read_only_support() says why, and
+// the caller stages without the protection and says so.
 #pragma once
 
 #include <string>
@@ -49,5 +50,7 @@ Result<ReadOnlyPaths> plan_read_only(std::vector<std::string> paths, bool user_n
 // by starting a real program with a file of its own made read-only, and remembered.
 // OK, or kUnsupported saying what the kernel refused.
 const Result<void>& read_only_support();
+// Whether the given mode works here, whichever the probe took (tests).
+const Result<void>& read_only_support(bool user_ns);
 
 }  // namespace berth::launch
