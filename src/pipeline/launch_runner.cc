@@ -222,6 +222,19 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     for (const auto& [name, dests] : paths.inputs) {
       if (protect.ok()) app.read_only.insert(app.read_only.end(), dests.begin(), dests.end());
     }
+    // Its GPUs in its vendor's variable: the ids it was granted, and with none an
+    // explicit none, so that no step sees a GPU it was not given (spec 02 §4).
+    if (!p.gpu_variable.empty()) {
+      app.env.push_back({launch::EnvDirective::kSet, p.gpu_variable, str::join(p.gpu_ids, ","),
+                         "", false});
+      // Ids berth numbered from the driver's files are in PCI bus order, which CUDA
+      // takes them in only when told; ids a scheduler set around berth keep its order.
+      if (p.gpu_variable == "CUDA_VISIBLE_DEVICES" && !parent_.has("CUDA_VISIBLE_DEVICES") &&
+          !parent_.has("CUDA_DEVICE_ORDER")) {
+        app.env.push_back(
+            {launch::EnvDirective::kSet, "CUDA_DEVICE_ORDER", "PCI_BUS_ID", "", false});
+      }
+    }
     if (!protect.ok() && !paths.inputs.empty() && !told_unprotected_.exchange(true)) {
       r.notices.push_back(fmt::format("{}; steps' inputs are not protected from writes, and a "
                                       "step that writes to one changes the original",

@@ -194,6 +194,7 @@ std::vector<PoolNode> Context::pool_nodes() const {
       p.cores.resize(static_cast<size_t>(n->slots));
     }
     p.gpu_ids = node.gpus.ids;
+    p.gpu_variable = topo::gpu_visibility_variable(node.gpus.vendor);
     p.memory_mb = memory_per_node_mb();
     out.push_back(std::move(p));
   }

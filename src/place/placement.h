@@ -31,6 +31,9 @@ struct Placement {
   std::vector<std::vector<int>> cores;     // one ascending core-id set per node
   int gpus = 0;                            // GPU total for the launch; 0 = none (explicit)
   std::vector<std::string> gpu_ids;        // device ids where nothing assigns GPUs
+  // The variable a launch on its node gives gpu_ids in (CUDA_VISIBLE_DEVICES,
+  // ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK), from the pool; "" when the node has none.
+  std::string gpu_variable;
 
   // Checks the shape: at least one node; one non-empty core set per node, each
   // ascending with no repeats and no negative id; no node named twice; gpus >= 0;

@@ -407,6 +407,7 @@ Placement Pool::placement_of(const std::vector<Share>& shares, const std::vector
     p.cores.push_back(std::move(cores));
     // GPU ids are node-local; several nodes' ids are listed in node order.
     for (size_t g : t.gpus) p.gpu_ids.push_back(node.gpu_ids[g]);
+    if (p.gpu_variable.empty()) p.gpu_variable = node.gpu_variable;
   }
   return p;
 }

@@ -41,6 +41,7 @@ struct PoolNode {
   std::vector<int> cores;            // usable core ids, ascending
   std::vector<std::string> gpu_ids;  // GPU ids in the visibility variable's syntax
   std::optional<int64_t> memory_mb;  // usable memory; absent = not accounted
+  std::string gpu_variable;          // gpu_ids' variable (CUDA_VISIBLE_DEVICES…); "" = none
 };
 
 struct Request {

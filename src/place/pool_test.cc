@@ -108,6 +108,21 @@ TEST(Pool, GrantIdsIncreaseFromOne) {
   EXPECT_EQ(pool.held(), 2u);
 }
 
+TEST(Pool, APlacementNamesItsNodesGpuVariable) {
+  PoolNode gpu = node("a", range(0, 3), 2);
+  gpu.gpu_variable = "ROCR_VISIBLE_DEVICES";
+  Pool pool({gpu});
+  auto g = must_grant(pool, req(1, 1, 1));
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->placement.gpu_ids, (std::vector<std::string>{"0"}));
+  EXPECT_EQ(g->placement.gpu_variable, "ROCR_VISIBLE_DEVICES");
+  // A placement with no GPU on that node still names the variable: its "none".
+  auto none = must_grant(pool, req(1));
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->placement.gpu_ids.empty());
+  EXPECT_EQ(none->placement.gpu_variable, "ROCR_VISIBLE_DEVICES");
+}
+
 TEST(Pool, GrantsAreDisjoint) {
   Pool pool({node("a", range(0, 7), 4), node("b", range(0, 7), 4)});
   std::set<std::pair<std::string, int>> cores;

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Pipeline steps get their own GPUs (spec 02 §4): on a node whose driver tree shows
+# four NVIDIA GPUs (laid out as the driver lays it out, under --sysfs-root), one-GPU
+# steps running at once (as many as this machine has cores, up to four) each see a
+# device of their own in CUDA_VISIBLE_DEVICES,
+# in PCI bus order; a step with gpus = 0 sees the variable set empty (no GPU); a step
+# whose own env sets it keeps its own; a GPU id a scheduler set around berth is passed
+# in its numbering. The steps hold their GPUs until all have started, so a shared
+# device could not hide behind steps that ran one after another.
+. "$(dirname "$0")/common.sh"
+
+# The fake node: this machine's CPUs, four GPUs.
+R=$T/node
+ncpu=$(nproc)
+for ((c = 0; c < ncpu; c++)); do
+  d=$R/sys/devices/system/cpu/cpu$c/topology; mkdir -p "$d"
+  echo "$c" >"$d/thread_siblings_list"
+done
+echo "0-$((ncpu - 1))" >"$R/sys/devices/system/cpu/online"
+for i in 0 1 2 3; do
+  bus=0000:0$((i + 1)):00.0
+  d=$R/proc/driver/nvidia/gpus/$bus; mkdir -p "$d"
+  printf 'Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-0000000%d-1b4c-bb38-06e5-82991410576d\nBus Location: \t %s\nDevice Minor: \t %d\n' \
+    "$i" "$bus" "$i" >"$d/information"
+done
+
+n=$((ncpu < 4 ? ncpu : 4))
+mkdir -p "$T/p"
+cd "$T/p"
+cat >pipeline.toml <<X
+[[step]]
+name = "g-{i}"
+foreach = { i = [$(seq -s, 0 $((n - 1)))] }
+gpus = 1
+run = "echo \$CUDA_VISIBLE_DEVICES \$CUDA_DEVICE_ORDER > {out.o}; touch $T/started.{i}; for _ in \$(seq 300); do [ \$(ls $T/started.* | wc -l) = $n ] && break; sleep 0.02; done"
+outputs = ["o"]
+
+[[step]]
+name = "cpu"
+gpus = 0
+run = "echo \"[\${{CUDA_VISIBLE_DEVICES-unset}}]\" > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "own"
+gpus = 0
+env = { CUDA_VISIBLE_DEVICES = "7" }
+run = "echo \$CUDA_VISIBLE_DEVICES > {out.o}"
+outputs = ["o"]
+X
+run run pipeline.toml --sysfs-root "$R" --format json
+expect_eq "gpus: exit 0" "$RC" 0
+expect_eq "gpus: all ran" "$(json "j['executed']")" $((n + 2))
+want=$(for ((i = 0; i < n; i++)); do printf '%d PCI_BUS_ID ' "$i"; done)
+expect_eq "gpus: $n steps at once, $n devices of their own, in PCI bus order" \
+  "$(cat results/g-*/o | sort | tr '\n' ' ')" "$want"
+expect_eq "gpus = 0: the variable set, empty" "$(cat results/cpu/o)" "[]"
+expect_eq "a step's own env keeps its value" "$(cat results/own/o)" "7"
+
+# A scheduler gave berth GPUs 2 and 3: steps get those, in its numbering, no order added.
+rm -rf results .berth "$T"/started.*
+sed -i "s/i = \[[0-9,]*\]/i = [0, 1]/; s/= $n ]/= 2 ]/" pipeline.toml
+export CUDA_VISIBLE_DEVICES=2,3
+run run pipeline.toml --sysfs-root "$R" --format json
+unset CUDA_VISIBLE_DEVICES
+expect_eq "scheduler's GPUs: exit 0" "$RC" 0
+expect_eq "scheduler's GPUs: each step one of them, no order added" \
+  "$(cat results/g-*/o | sort | tr '\n' ' ')" "2 3 "
+finish
