@@ -304,8 +304,26 @@ int print(const std::vector<nlohmann::ordered_json>& launches, const std::vector
   return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
 }
 
-int run_place(const Flags& f) {
+// What a rendered launch does not do (an unenforced cap, a dropped binding option), on
+// stderr: the JSON carries it, and shell output must not lose it.
+void say_notes(const place::Rendered& r, const Flags& f) {
+  if (f.format == "json" && !f.run) return;
+  for (const auto& n : r.notes) std::fprintf(stderr, "berth: note: %s\n", n.c_str());
+}
+
+int run_place(Flags f) {
   if (f.command.empty()) return report(Error(Errc::kInvalidInput, "no command given after --"));
+  // GPUs asked for with no nodes or cores named are granted from the pool, as --auto
+  // grants them: a placement of no devices would drop the request.
+  const bool gpus_asked = f.gpus != "none" && f.gpus != "0";
+  if (!f.automatic && f.nodes.empty() && f.cores.empty()) {
+    if (!f.gpu_ids.empty()) {
+      return report(Error(Errc::kInvalidInput,
+                          "--gpu-ids names the devices of a placement: give --nodes or --cores "
+                          "with it, or --gpus N for the pool to choose"));
+    }
+    if (gpus_asked) f.automatic = true;
+  }
   if (f.count < 1) return report(Error(Errc::kInvalidInput, "--count must be at least 1"));
   if (f.count > 1 && !f.automatic) {
     return report(Error(Errc::kInvalidInput, "--count needs --auto: launches share one pool"));
@@ -326,6 +344,7 @@ int run_place(const Flags& f) {
     if (!p.ok()) return report(p.error());
     auto r = place::render(*c.machine, c.launcher, *p, spec);
     if (!r.ok()) return report(r.error());
+    say_notes(*r, f);
     if (*p) {
       if (auto reach = c.check_reachable((*p)->nodes); !reach.ok()) return report(reach.error());
     }
@@ -374,6 +393,7 @@ int run_place(const Flags& f) {
       place::Grant grant = std::move(**g);
       auto r = place::render(*c.machine, c.launcher, grant.placement, spec);
       if (!r.ok()) return report(r.error());
+      say_notes(*r, f);
       --pending;
       if (!f.run) {
         launches.push_back(to_json(*r, grant.placement, spec, c));

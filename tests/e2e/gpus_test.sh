@@ -6,7 +6,9 @@
 # in PCI bus order; a step with gpus = 0 sees the variable set empty (no GPU); a step
 # whose own env sets it keeps its own; a GPU id a scheduler set around berth is passed
 # in its numbering. The steps hold their GPUs until all have started, so a shared
-# device could not hide behind steps that ran one after another.
+# device could not hide behind steps that ran one after another. `berth place --gpus N`
+# with no nodes or cores named is granted from the pool or refused, never rendered
+# without its GPUs, and its shell output says on stderr what is not enforced.
 . "$(dirname "$0")/common.sh"
 
 # The fake node: this machine's CPUs, four GPUs.
@@ -66,4 +68,19 @@ unset CUDA_VISIBLE_DEVICES
 expect_eq "scheduler's GPUs: exit 0" "$RC" 0
 expect_eq "scheduler's GPUs: each step one of them, no order added" \
   "$(cat results/g-*/o | sort | tr '\n' ' ')" "2 3 "
+# berth place: --gpus N alone is granted from the pool, or refused with the reason.
+cd "$T"
+run place -n 1 -c 1 --gpus 1 --sysfs-root "$R" -- ./app
+expect_eq "place --gpus 1: granted one device" "$RC:$OUT" "0:CUDA_VISIBLE_DEVICES=0 taskset --cpu-list 0 ./app"
+run place -n 1 -c 1 --gpus 5 --sysfs-root "$R" -- ./app
+expect_eq "place --gpus 5: refused" "$RC" 2
+expect_contains "place --gpus 5: with the reason" "$ERR" "asks for 5 GPUs for 1 task; the largest node has 4"
+run place -n 1 -c 1 --gpus 2 --count 3 --sysfs-root "$R" --format json -- ./app
+expect_eq "place --gpus 2 --count 3: two granted, distinct, one waits" \
+  "$(json "[l.get('env', {}).get('CUDA_VISIBLE_DEVICES', 'waits') for l in j]")" "['0,1', '2,3', 'waits']"
+run place -n 1 -c 1 --gpu-ids 0 --sysfs-root "$R" -- ./app
+expect_contains "place --gpu-ids alone: says what to give" "$RC:$ERR" "2:berth: --gpu-ids names the devices"
+run place -n 1 -c 1 --cores 0 --memory-cap 100 --sysfs-root "$R" -- ./app
+expect_contains "place, shell output: the note on stderr" "$RC:$ERR" \
+  "0:berth: note: the memory cap of 100 MB is not rendered"
 finish
