@@ -77,6 +77,26 @@ def test_machine_is_what_berth_machine_reports(cli, fake_node):
     assert berth.machine(**{**seams, "affinity": range(8)}) == got
 
 
+def test_machine_names_each_gpu(fake_node):
+    # Two NVIDIA GPUs as the driver lays them out; the first on NUMA node 1.
+    for i, bus in enumerate(["0000:41:00.0", "0000:c1:00.0"]):
+        d = fake_node / "proc/driver/nvidia/gpus" / bus
+        d.mkdir(parents=True)
+        (d / "information").write_text(
+            f"Model: \t\t NVIDIA A100-SXM4-40GB\nGPU UUID: \t GPU-{i}aaa\nBus Location: \t {bus}\n")
+        pci = fake_node / "sys/bus/pci/devices" / bus
+        pci.mkdir(parents=True)
+        (pci / "numa_node").write_text(f"{1 - i}\n")
+        (pci / "local_cpulist").write_text("8-15\n" if i == 0 else "0-7\n")
+    got = berth.machine(env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "1"},
+                        sysfs_root=str(fake_node), affinity="0-15").to_dict()
+    devices = got["gpus"]["devices"]
+    assert [(d["id"], d["uuid"], d["bus"], d["numa_node"], d["local_cores"], d["usable"])
+            for d in devices] == [("0", "GPU-0aaa", "0000:41:00.0", 1, "8-15", False),
+                                  ("1", "GPU-1aaa", "0000:c1:00.0", 0, "0-7", True)]
+    assert devices[0]["model"] == "NVIDIA A100-SXM4-40GB"
+
+
 def test_machine_with_each_launcher(cli):
     for launcher in ("local", "srun"):
         extra = ["--slurm-version", "22.05"] if launcher == "srun" else []

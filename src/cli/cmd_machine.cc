@@ -42,6 +42,17 @@ int run_machine(const Flags& f) {
     out += fmt::format("threads per core:   {}\n", val(j["threads_per_core"]));
     out += fmt::format("gpus:               {} {} ({})\n", val(j["gpus"]["count"]),
                        str::join(c->node.gpus.ids, ","), val(j["gpus"]["provenance"]));
+    for (const auto& d : j["gpus"]["devices"]) {
+      std::string where = d["local_cores"].get<std::string>().empty()
+                              ? std::string()
+                              : "  cores " + d["local_cores"].get<std::string>();
+      if (!d["numa_node"].is_null()) where += "  numa " + val(d["numa_node"]);
+      out += fmt::format("  gpu {}:{}           {}  {}  {}{}\n", val(d["id"]),
+                         d["usable"].get<bool>() ? "" : " (not usable)",
+                         d["model"].is_null() ? "(model unknown)" : val(d["model"]),
+                         d["uuid"].is_null() ? "(no uuid)" : val(d["uuid"]),
+                         d["bus"].is_null() ? "(bus unknown)" : val(d["bus"]), where);
+    }
     out += fmt::format("memory per node:    {} MB ({})\n", val(j["memory_per_node_mb"]),
                        val(j["memory_provenance"]));
     std::vector<std::string> names = j["nodes"].get<std::vector<std::string>>();

@@ -323,6 +323,21 @@ nlohmann::ordered_json machine_json(const Context& c) {
   g["ids"] = c.node.gpus.ids;
   g["vendor"] = topo::gpu_vendor_name(c.node.gpus.vendor);
   g["provenance"] = c.node.gpus.provenance;
+  // Each GPU the node shows, which is which, and whether this process may use it.
+  g["devices"] = ordered_json::array();
+  const auto& usable = c.node.gpus.ids;
+  for (const auto& d : c.node.gpu_devices) {
+    ordered_json e;
+    e["id"] = d.id;
+    e["uuid"] = d.uuid.empty() ? ordered_json(nullptr) : ordered_json(d.uuid);
+    e["model"] = d.model.empty() ? ordered_json(nullptr) : ordered_json(d.model);
+    e["bus"] = d.bus.empty() ? ordered_json(nullptr) : ordered_json(d.bus);
+    e["numa_node"] = d.numa_node < 0 ? ordered_json(nullptr) : ordered_json(d.numa_node);
+    e["local_cores"] = idset::encode_ids(d.local_cores);
+    e["usable"] = std::find(usable.begin(), usable.end(), d.id) != usable.end() ||
+                  (!d.uuid.empty() && std::find(usable.begin(), usable.end(), d.uuid) != usable.end());
+    g["devices"].push_back(std::move(e));
+  }
   g["per_node_configured"] =
       m.gpus_per_node.value ? ordered_json(*m.gpus_per_node.value) : ordered_json(nullptr);
   j["gpus"] = g;

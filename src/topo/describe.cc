@@ -31,6 +31,7 @@ Result<NodeResources> describe(const CpuReader& cpus, const Env& env,
 
   BERTH_TRY(n.gpus, read_gpus(options.root, env));
   append(n.diagnostics, n.gpus.diagnostics);
+  BERTH_TRY(n.gpu_devices, read_gpu_identities(options.root, n.gpus.vendor));
   BERTH_TRY(n.memory, read_memory(options.root, env));
   append(n.diagnostics, n.memory.diagnostics);
   return n;

@@ -16,6 +16,7 @@
 
 #include "topo/cores.h"
 #include "topo/cpu_reader.h"
+#include "topo/gpu_identity.h"
 #include "topo/gpus.h"
 #include "topo/memory.h"
 #include "util/env.h"
@@ -37,6 +38,9 @@ struct NodeResources {
   int affinity_cores = 0;
 
   Gpus gpus;
+  // Each GPU the node shows, by the driver's word (gpu_identity.h), in the node's
+  // numbering: gpus.ids are those of them this process may use.
+  std::vector<GpuIdentity> gpu_devices;
   Memory memory;
 
   // Everything worth telling the user, from every reader, in order: CPUs, GPUs,

@@ -8,7 +8,8 @@
 # in its numbering. The steps hold their GPUs until all have started, so a shared
 # device could not hide behind steps that ran one after another. `berth place --gpus N`
 # with no nodes or cores named is granted from the pool or refused, never rendered
-# without its GPUs, and its shell output says on stderr what is not enforced.
+# without its GPUs, and its shell output says on stderr what is not enforced. berth
+# machine names each GPU by the driver's files.
 . "$(dirname "$0")/common.sh"
 
 # The fake node: this machine's CPUs, four GPUs.
@@ -68,6 +69,15 @@ unset CUDA_VISIBLE_DEVICES
 expect_eq "scheduler's GPUs: exit 0" "$RC" 0
 expect_eq "scheduler's GPUs: each step one of them, no order added" \
   "$(cat results/g-*/o | sort | tr '\n' ' ')" "2 3 "
+# berth machine names each GPU as the driver does: UUID, model, bus.
+run machine --sysfs-root "$R" --format json
+expect_eq "machine: each GPU named" \
+  "$(json "' '.join(d['id'] + '=' + d['uuid'] + '@' + d['bus'] for d in j['gpus']['devices'])")" \
+  "0=GPU-00000000-1b4c-bb38-06e5-82991410576d@0000:01:00.0 1=GPU-00000001-1b4c-bb38-06e5-82991410576d@0000:02:00.0 2=GPU-00000002-1b4c-bb38-06e5-82991410576d@0000:03:00.0 3=GPU-00000003-1b4c-bb38-06e5-82991410576d@0000:04:00.0"
+run machine --sysfs-root "$R"
+expect_contains "machine, text: a line per GPU" "$OUT" \
+  "gpu 3:           NVIDIA H100 80GB HBM3  GPU-00000003-1b4c-bb38-06e5-82991410576d  0000:04:00.0"
+
 # berth place: --gpus N alone is granted from the pool, or refused with the reason.
 cd "$T"
 run place -n 1 -c 1 --gpus 1 --sysfs-root "$R" -- ./app

@@ -1,0 +1,166 @@
+// Which GPU is which (gpu_identity.h).
+#include "topo/gpu_identity.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "topo/tree.h"
+#include "util/idset.h"
+#include "util/strings.h"
+
+namespace berth::topo {
+namespace {
+
+// Where a PCI device sits: its NUMA node and the cores next to it, from sysfs.
+Result<void> read_locality(const std::string& root, GpuIdentity& g) {
+  if (g.bus.empty()) return Ok{};
+  const std::string dir = "/sys/bus/pci/devices/" + g.bus;
+  BERTH_TRY(auto numa, tree::read_optional(tree::under(root, dir + "/numa_node"), 64));
+  if (numa) {
+    std::string_view v = str::trim(*numa);
+    // -1: the kernel's "no NUMA information" (one node, or a VM).
+    if (v != "-1") {
+      auto n = str::parse_uint(v, 1 << 16);
+      if (!n.ok()) return n.error().with_context(tree::shown(root, dir + "/numa_node"));
+      g.numa_node = static_cast<int>(*n);
+    }
+  }
+  BERTH_TRY(auto cpus, tree::read_optional(tree::under(root, dir + "/local_cpulist"), 65536));
+  if (cpus) {
+    auto ids = idset::parse_ids(str::trim(*cpus));
+    if (!ids.ok()) return ids.error().with_context(tree::shown(root, dir + "/local_cpulist"));
+    g.local_cores = std::move(*ids);
+  }
+  return Ok{};
+}
+
+Result<std::vector<GpuIdentity>> nvidia(const std::string& root) {
+  constexpr std::string_view kProc = "/proc/driver/nvidia/gpus";
+  BERTH_TRY(auto entries, tree::list_dir(tree::under(root, kProc)));
+  std::vector<GpuIdentity> out;
+  for (const std::string& bus : entries.value_or(std::vector<std::string>())) {
+    GpuIdentity g;
+    g.id = std::to_string(out.size());
+    g.bus = bus;
+    const std::string path = fmt::format("{}/{}/information", kProc, bus);
+    BERTH_TRY(auto text, tree::read_optional(tree::under(root, path)));
+    if (text) {
+      auto info = parse_nvidia_information(*text);
+      if (!info.ok()) return info.error().with_context(tree::shown(root, path));
+      g.model = info->model;
+      g.uuid = info->uuid;
+      if (!info->bus.empty()) g.bus = str::to_lower(info->bus);
+    }
+    BERTH_CHECK(read_locality(root, g));
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+Result<std::vector<GpuIdentity>> amd(const std::string& root) {
+  constexpr std::string_view kNodes = "/sys/class/kfd/kfd/topology/nodes";
+  BERTH_TRY(auto names, tree::list_dir(tree::under(root, kNodes)));
+  std::vector<uint64_t> nodes;
+  for (const std::string& n : names.value_or(std::vector<std::string>())) {
+    if (auto k = str::parse_uint(n, UINT32_MAX); k.ok()) nodes.push_back(*k);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  std::vector<GpuIdentity> out;
+  for (uint64_t node : nodes) {
+    const std::string path = fmt::format("{}/{}/properties", kNodes, node);
+    BERTH_TRY(auto text, tree::read_optional(tree::under(root, path)));
+    if (!text) continue;
+    auto simd = parse_kfd_simd_count(*text);
+    if (!simd.ok()) return simd.error().with_context(tree::shown(root, path));
+    if (*simd == 0) continue;  // a CPU node
+    auto id = parse_kfd_identity(*text);
+    if (!id.ok()) return id.error().with_context(tree::shown(root, path));
+    GpuIdentity g;
+    g.id = std::to_string(out.size());
+    g.bus = id->bus;
+    g.uuid = id->uuid;
+    BERTH_CHECK(read_locality(root, g));
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+bool printable(std::string_view v) {
+  return std::none_of(v.begin(), v.end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+}  // namespace
+
+Result<NvidiaInformation> parse_nvidia_information(std::string_view text) {
+  NvidiaInformation out;
+  size_t line_no = 0;
+  for (std::string_view line : str::split(text, '\n')) {
+    ++line_no;
+    if (str::trim(line).empty()) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      return fail(Errc::kInvalidInput, fmt::format("line {}: expected 'Key: value', found '{}'",
+                                                   line_no, str::printable(line, 80)));
+    }
+    std::string_view key = str::trim(line.substr(0, colon));
+    std::string_view value = str::trim(line.substr(colon + 1));
+    std::string* field = key == "Model"          ? &out.model
+                         : key == "GPU UUID"     ? &out.uuid
+                         : key == "Bus Location" ? &out.bus
+                                                 : nullptr;
+    if (!field) continue;
+    if (!printable(value) || value.size() > 256) {
+      return fail(Errc::kInvalidInput,
+                  fmt::format("line {}: {}: not a value the driver writes: '{}'", line_no, key,
+                              str::printable(value, 80)));
+    }
+    *field = std::string(value);
+  }
+  return out;
+}
+
+Result<KfdIdentity> parse_kfd_identity(std::string_view text) {
+  KfdIdentity out;
+  std::optional<uint64_t> domain, location, unique;
+  size_t line_no = 0;
+  for (std::string_view line : str::split(text, '\n')) {
+    ++line_no;
+    auto fields = str::split_ws(line);
+    if (fields.size() != 2) continue;
+    std::optional<uint64_t>* slot = fields[0] == "domain"        ? &domain
+                                    : fields[0] == "location_id" ? &location
+                                    : fields[0] == "unique_id"   ? &unique
+                                                                 : nullptr;
+    if (!slot) continue;
+    auto n = str::parse_uint(fields[1], UINT64_MAX);
+    if (!n.ok()) {
+      return n.error().with_context(fmt::format("line {}: {}", line_no, fields[0]));
+    }
+    *slot = *n;
+  }
+  // location_id is the PCI bus, device and function as the kernel packs them:
+  // bus << 8 | device << 3 | function.
+  if (location && *location != 0 && *location <= 0xffff && (!domain || *domain <= 0xffff)) {
+    out.bus = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", domain.value_or(0), *location >> 8,
+                          (*location >> 3) & 0x1f, *location & 0x7);
+  }
+  if (unique && *unique != 0) out.uuid = fmt::format("GPU-{:016x}", *unique);
+  return out;
+}
+
+Result<std::vector<GpuIdentity>> read_gpu_identities(const std::string& root, GpuVendor vendor) {
+  switch (vendor) {
+    case GpuVendor::kNvidia:
+      return nvidia(root);
+    case GpuVendor::kAmd:
+      return amd(root);
+    case GpuVendor::kIntel:
+    case GpuVendor::kNone:
+      break;
+  }
+  return std::vector<GpuIdentity>{};
+}
+
+}  // namespace berth::topo

@@ -1,0 +1,122 @@
+// Which GPU is which (gpu_identity.h), on driver trees laid out as the drivers lay
+// them out: the real H100 node's information file, a two-socket NVIDIA node whose first
+// GPU sits on the second socket, and an AMD node's kfd topology.
+#include "topo/gpu_identity.h"
+
+#include <gtest/gtest.h>
+
+#include "topo/fake_tree_for_test.h"
+
+namespace berth::topo {
+namespace {
+
+using testing::FakeTree;
+
+// As the 580 driver writes it on the H100 node (tabs and spaces included).
+constexpr const char* kH100 =
+    "Model: \t\t NVIDIA H100 80GB HBM3\n"
+    "IRQ:   \t\t 41\n"
+    "GPU UUID: \t GPU-fffbc565-1b4c-bb38-06e5-82991410576d\n"
+    "Video BIOS: \t 96.00.99.00.0d\n"
+    "Bus Type: \t PCIe\n"
+    "DMA Size: \t 52 bits\n"
+    "DMA Mask: \t 0xfffffffffffff\n"
+    "Bus Location: \t 0000:00:06.0\n"
+    "Device Minor: \t 0\n"
+    "GPU Firmware: \t 580.159.04\n"
+    "GPU Excluded:\t No\n";
+
+TEST(GpuIdentity, ReadsTheDriversInformationFile) {
+  auto info = parse_nvidia_information(kH100);
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(info->uuid, "GPU-fffbc565-1b4c-bb38-06e5-82991410576d");
+  EXPECT_EQ(info->bus, "0000:00:06.0");
+}
+
+TEST(GpuIdentity, AMalformedInformationFileIsRefusedByLine) {
+  auto bad = parse_nvidia_information("Model: A100\nno colon here\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("line 2"), std::string::npos) << bad.error().message();
+  auto control = parse_nvidia_information("GPU UUID: GPU-\x01x\n");
+  ASSERT_FALSE(control.ok());
+  EXPECT_NE(control.error().message().find("GPU UUID"), std::string::npos);
+  // Keys berth does not take are not its business, whatever they hold.
+  EXPECT_TRUE(parse_nvidia_information("IRQ: \x01\n").ok());
+}
+
+TEST(GpuIdentity, TwoSocketsAndTheFirstGpuOnTheSecond) {
+  FakeTree t;
+  const char* buses[] = {"0000:41:00.0", "0000:c1:00.0"};
+  for (int i = 0; i < 2; ++i) {
+    t.write(std::string("/proc/driver/nvidia/gpus/") + buses[i] + "/information",
+            std::string("Model: \t\t NVIDIA A100-SXM4-40GB\nGPU UUID: \t GPU-") +
+                std::to_string(i) + "aaa\nBus Location: \t " + buses[i] + "\n");
+  }
+  // The first GPU by bus order is on NUMA node 1, cores 32-63; the second on node 0.
+  t.write("/sys/bus/pci/devices/0000:41:00.0/numa_node", "1\n");
+  t.write("/sys/bus/pci/devices/0000:41:00.0/local_cpulist", "32-63\n");
+  t.write("/sys/bus/pci/devices/0000:c1:00.0/numa_node", "0\n");
+  t.write("/sys/bus/pci/devices/0000:c1:00.0/local_cpulist", "0-31\n");
+  auto ids = read_gpu_identities(t.root(), GpuVendor::kNvidia);
+  ASSERT_TRUE(ids.ok()) << ids.error().message();
+  ASSERT_EQ(ids->size(), 2u);
+  EXPECT_EQ((*ids)[0].id, "0");
+  EXPECT_EQ((*ids)[0].bus, "0000:41:00.0");
+  EXPECT_EQ((*ids)[0].uuid, "GPU-0aaa");
+  EXPECT_EQ((*ids)[0].numa_node, 1);
+  EXPECT_EQ((*ids)[0].local_cores.front(), 32);
+  EXPECT_EQ((*ids)[0].local_cores.size(), 32u);
+  EXPECT_EQ((*ids)[1].numa_node, 0);
+  EXPECT_EQ((*ids)[1].local_cores.back(), 31);
+}
+
+TEST(GpuIdentity, NoNumaInformationAndMissingFilesLeaveFieldsEmpty) {
+  FakeTree t;
+  t.write("/proc/driver/nvidia/gpus/0000:00:06.0/information", kH100);
+  t.write("/sys/bus/pci/devices/0000:00:06.0/numa_node", "-1\n");
+  t.write("/proc/driver/nvidia/gpus/0000:00:07.0/.keep", "");  // no information file
+  auto ids = read_gpu_identities(t.root(), GpuVendor::kNvidia);
+  ASSERT_TRUE(ids.ok()) << ids.error().message();
+  ASSERT_EQ(ids->size(), 2u);
+  EXPECT_EQ((*ids)[0].numa_node, -1);
+  EXPECT_TRUE((*ids)[0].local_cores.empty());
+  EXPECT_EQ((*ids)[1].bus, "0000:00:07.0");  // the directory's name
+  EXPECT_TRUE((*ids)[1].model.empty());
+}
+
+TEST(GpuIdentity, AmdFromKfdTopology) {
+  FakeTree t;
+  // Node 0 is the CPU; nodes 1 and 2 are GCDs at c1:00.0 and d1:00.0.
+  t.write("/sys/class/kfd/kfd/topology/nodes/0/properties", "simd_count 0\nlocation_id 0\n");
+  t.write("/sys/class/kfd/kfd/topology/nodes/1/properties",
+          "simd_count 440\nlocation_id 49408\ndomain 0\nunique_id 5952409839234345062\n");
+  t.write("/sys/class/kfd/kfd/topology/nodes/2/properties",
+          "simd_count 440\nlocation_id 53504\ndomain 0\nunique_id 0\n");
+  t.write("/sys/bus/pci/devices/0000:c1:00.0/numa_node", "3\n");
+  auto ids = read_gpu_identities(t.root(), GpuVendor::kAmd);
+  ASSERT_TRUE(ids.ok()) << ids.error().message();
+  ASSERT_EQ(ids->size(), 2u);
+  EXPECT_EQ((*ids)[0].bus, "0000:c1:00.0");
+  EXPECT_EQ((*ids)[0].uuid, "GPU-529b3536291a6866");
+  EXPECT_EQ((*ids)[0].numa_node, 3);
+  EXPECT_EQ((*ids)[1].bus, "0000:d1:00.0");
+  EXPECT_TRUE((*ids)[1].uuid.empty());  // unique_id 0: none given
+}
+
+TEST(GpuIdentity, AMalformedKfdNumberIsNamed) {
+  auto bad = parse_kfd_identity("simd_count 4\nlocation_id x12\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("line 2: location_id"), std::string::npos)
+      << bad.error().message();
+}
+
+TEST(GpuIdentity, IntelAndNoneHaveNoIdentities) {
+  FakeTree t;
+  auto intel = read_gpu_identities(t.root(), GpuVendor::kIntel);
+  ASSERT_TRUE(intel.ok());
+  EXPECT_TRUE(intel->empty());
+}
+
+}  // namespace
+}  // namespace berth::topo
