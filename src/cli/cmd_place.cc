@@ -393,6 +393,8 @@ int run_place(Flags f) {
       place::Grant grant = std::move(**g);
       auto r = place::render(*c.machine, c.launcher, grant.placement, spec);
       if (!r.ok()) return report(r.error());
+      // What the grant could not do as it should (cores away from its GPUs) goes with it.
+      r->notes.insert(r->notes.end(), grant.placement.notes.begin(), grant.placement.notes.end());
       say_notes(*r, f);
       --pending;
       if (!f.run) {

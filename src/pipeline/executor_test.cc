@@ -302,7 +302,7 @@ run = "x"
 name = "other"
 run = "y"
 )");
-  place::PoolNode node{"n0", {0, 1}, {}, std::nullopt, ""};
+  place::PoolNode node{"n0", {0, 1}, {}, std::nullopt, "", {}};
   place::Pool pool({node});
   auto r = run_graph(g, store_, pool, env_, o_);
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -467,7 +467,7 @@ outputs = ["o"]
   RunOptions dry = o_;
   dry.dry_run = true;
   dry.leases = nullptr;
-  place::PoolNode node{"n0", {0, 1}, {}, std::nullopt, ""};
+  place::PoolNode node{"n0", {0, 1}, {}, std::nullopt, "", {}};
   place::Pool pool({node});
   auto planned = run_graph(g, store_, pool, env_, dry);
   ASSERT_TRUE(planned.ok());
@@ -686,7 +686,7 @@ class ExecutorReuseTest : public ExecutorTest {
         rec_, files::SharedBytes(new std::string_view(*steps_),
                                  [keep = steps_](const std::string_view* v) { delete v; }));
     ASSERT_NE(entries_, nullptr);
-    check_ = check_settled(rec_, {place::PoolNode{"n0", {0, 1}, {}, std::nullopt, ""}}, store_, probe_);
+    check_ = check_settled(rec_, {place::PoolNode{"n0", {0, 1}, {}, std::nullopt, "", {}}}, store_, probe_);
     ASSERT_EQ(check_.difference, std::nullopt);
   }
   // The next run reuses from the record.

@@ -211,6 +211,8 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   app.ranks = 1;
   app.cwd = stage;
   bool here = r.node == o_.host;
+  // What its grant could not do as it should (cores away from its GPUs) goes with it.
+  r.notices.insert(r.notices.end(), p.notes.begin(), p.notes.end());
   if (here) {
     app.argv = cmd->argv;
     app.cpu_set = p.cores.empty() ? std::vector<int>{} : p.cores[0];

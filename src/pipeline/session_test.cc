@@ -89,7 +89,7 @@ class SessionTablesTest : public ::testing::Test {
     o.pipeline = (dir_ / "pipeline.toml").string();
     o.engine_version = "berth test";
     SessionPlace place;
-    place.nodes = {place::PoolNode{"n0", cores_, {}, std::nullopt, ""}};
+    place.nodes = {place::PoolNode{"n0", cores_, {}, std::nullopt, "", {}}};
     place.host = "n0";
     BERTH_TRY(auto session, Session::open(std::move(o), std::move(place), env_, {}));
     return session->run(-1);

@@ -343,7 +343,7 @@ class SettledCheck : public ::testing::Test {
     std::string tmpl = (fs::temp_directory_path() / "berth-settled-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
-    nodes_ = {{"n0", {0, 1, 2, 3}, {"0"}, std::nullopt, ""}};
+    nodes_ = {{"n0", {0, 1, 2, 3}, {"0"}, std::nullopt, "", {}}};
     // A hundred inputs and results: enough that the check splits over two threads.
     for (int i = 0; i < 100; ++i) {
       s_.files.push_back({write("in" + std::to_string(i), "i"),
@@ -504,7 +504,7 @@ TEST_F(SettledCheck, AMissingObjectIsADifference) {
 TEST_F(SettledCheck, ARequestThatNoLongerFitsIsADifference) {
   nodes_[0].gpu_ids.clear();
   EXPECT_EQ(difference(), "a step no longer fits the pool");
-  nodes_ = {{"n0", {0, 1, 2}, {"0"}, std::nullopt, ""}};  // 2 tasks x 2 cpus needs 4 cores
+  nodes_ = {{"n0", {0, 1, 2}, {"0"}, std::nullopt, "", {}}};  // 2 tasks x 2 cpus needs 4 cores
   EXPECT_EQ(difference(), "a step no longer fits the pool");
 }
 

@@ -34,6 +34,9 @@ struct Placement {
   // The variable a launch on its node gives gpu_ids in (CUDA_VISIBLE_DEVICES,
   // ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK), from the pool; "" when the node has none.
   std::string gpu_variable;
+  // What the grant could not do as it should: cores not next to its GPUs, say. Said
+  // with the launch; not part of its shape.
+  std::vector<std::string> notes;
 
   // Checks the shape: at least one node; one non-empty core set per node, each
   // ascending with no repeats and no negative id; no node named twice; gpus >= 0;

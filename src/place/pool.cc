@@ -6,7 +6,9 @@
 #include <cassert>
 #include <functional>
 #include <iterator>
+#include <set>
 
+#include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::place {
@@ -318,10 +320,15 @@ Pool::Pool(std::vector<PoolNode> nodes) : nodes_(std::move(nodes)) {
     std::sort(node.cores.begin(), node.cores.end());
     node.cores.erase(std::unique(node.cores.begin(), node.cores.end()), node.cores.end());
     std::vector<std::string> gpus;
-    for (auto& id : node.gpu_ids) {
-      if (std::find(gpus.begin(), gpus.end(), id) == gpus.end()) gpus.push_back(id);
+    std::vector<std::vector<int>> local;
+    for (size_t g = 0; g < node.gpu_ids.size(); ++g) {
+      if (std::find(gpus.begin(), gpus.end(), node.gpu_ids[g]) != gpus.end()) continue;
+      gpus.push_back(node.gpu_ids[g]);
+      local.push_back(g < node.gpu_local_cores.size() ? node.gpu_local_cores[g]
+                                                      : std::vector<int>{});
     }
     node.gpu_ids = std::move(gpus);
+    node.gpu_local_cores = std::move(local);
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const PoolNode& node = nodes_[i];
@@ -344,6 +351,38 @@ Pool::Share& Pool::memory_account(std::vector<Share>& shares, size_t share) {
 const Pool::Share& Pool::memory_account(const std::vector<Share>& shares, size_t share) const {
   const Share& s = shares[share];
   return s.memory_from_pool ? pool_[s.node] : s;
+}
+
+// Takes `n` of the free cores `free` (ascending indices into node.cores) for `t`,
+// whose GPUs are chosen: the free cores next to those GPUs first (spec 02 §4), then
+// the lowest others; only the lowest when the GPUs' local cores are not known. Cores
+// taken away from the GPUs while some next to them are held by other grants are said
+// in t.note.
+void Pool::take_cores(const PoolNode& node, const std::vector<size_t>& free, size_t n,
+                      Taken& t) {
+  std::set<int> local;
+  for (size_t g : t.gpus) {
+    if (g < node.gpu_local_cores.size()) {
+      local.insert(node.gpu_local_cores[g].begin(), node.gpu_local_cores[g].end());
+    }
+  }
+  if (local.empty()) {
+    t.cores.assign(free.begin(), free.begin() + static_cast<std::ptrdiff_t>(n));
+    return;
+  }
+  std::vector<size_t> near, far;
+  for (size_t c : free) (local.count(node.cores[c]) ? near : far).push_back(c);
+  for (size_t i = 0; i < near.size() && t.cores.size() < n; ++i) t.cores.push_back(near[i]);
+  size_t away = n - t.cores.size();
+  for (size_t i = 0; i < far.size() && t.cores.size() < n; ++i) t.cores.push_back(far[i]);
+  std::sort(t.cores.begin(), t.cores.end());
+  if (away > 0) {
+    std::vector<int> ids(local.begin(), local.end());
+    t.note = fmt::format(
+        "{} of its {} core(s) on {} are not next to its GPU(s) (whose cores are {}): "
+        "the free cores next to them were too few",
+        away, n, node.name, idset::encode_ids(ids));
+  }
 }
 
 Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
@@ -385,10 +424,9 @@ Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
     const Offer& o = now[p.offer];
     Taken t;
     t.share = p.offer;
-    // The lowest free ids: the offer lists them ascending.
-    const auto cores = static_cast<std::ptrdiff_t>(static_cast<size_t>(p.tasks) * per_task);
-    t.cores.assign(o.cores.begin(), o.cores.begin() + cores);
     t.gpus.assign(o.gpus.begin(), o.gpus.begin() + static_cast<std::ptrdiff_t>(p.gpus));
+    take_cores(nodes_[shares[p.offer].node], o.cores,
+               static_cast<size_t>(p.tasks) * per_task, t);
     if (r.memory_mb && o.memory_free) t.memory_mb = *r.memory_mb;
     taken.push_back(std::move(t));
   }
@@ -408,6 +446,7 @@ Placement Pool::placement_of(const std::vector<Share>& shares, const std::vector
     // GPU ids are node-local; several nodes' ids are listed in node order.
     for (size_t g : t.gpus) p.gpu_ids.push_back(node.gpu_ids[g]);
     if (p.gpu_variable.empty()) p.gpu_variable = node.gpu_variable;
+    if (!t.note.empty()) p.notes.push_back(t.note);
   }
   return p;
 }

@@ -42,6 +42,9 @@ struct PoolNode {
   std::vector<std::string> gpu_ids;  // GPU ids in the visibility variable's syntax
   std::optional<int64_t> memory_mb;  // usable memory; absent = not accounted
   std::string gpu_variable;          // gpu_ids' variable (CUDA_VISIBLE_DEVICES…); "" = none
+  // Per GPU id (aligned with gpu_ids; may be shorter), the CPU ids next to it: a grant
+  // with GPUs takes its cores from these first. Empty: not known, lowest ids first.
+  std::vector<std::vector<int>> gpu_local_cores;
 };
 
 struct Request {
@@ -122,6 +125,7 @@ class Pool {
     std::vector<size_t> cores;
     std::vector<size_t> gpus;
     int64_t memory_mb = 0;  // charged to the share's memory account; 0 = none
+    std::string note;       // cores taken away from its GPUs, said (Placement::notes)
   };
   struct Held {
     std::string reservation;  // "" = the unreserved pool
@@ -136,6 +140,9 @@ class Pool {
   // The memory account a share charges: its own, or the unreserved share's.
   Share& memory_account(std::vector<Share>& shares, size_t share);
   const Share& memory_account(const std::vector<Share>& shares, size_t share) const;
+  // Takes the cores of `t` (whose GPUs are chosen) from `free`: pool.cc.
+  static void take_cores(const PoolNode& node, const std::vector<size_t>& free, size_t n,
+                         Taken& t);
   Placement placement_of(const std::vector<Share>& shares, const std::vector<Taken>& taken,
                          int gpus) const;
 

@@ -123,6 +123,37 @@ TEST(Pool, APlacementNamesItsNodesGpuVariable) {
   EXPECT_EQ(none->placement.gpu_variable, "ROCR_VISIBLE_DEVICES");
 }
 
+TEST(Pool, CoresFollowTheirGpu) {
+  // Two sockets: GPU "0" next to cores 4-7, GPU "1" next to cores 0-3.
+  PoolNode n = node("a", range(0, 7), 2);
+  n.gpu_local_cores = {{4, 5, 6, 7}, {0, 1, 2, 3}};
+  Pool pool({n});
+  auto first = must_grant(pool, req(1, 2, 1));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->placement.gpu_ids, (std::vector<std::string>{"0"}));
+  EXPECT_EQ(first->placement.cores[0], (std::vector<int>{4, 5}));
+  EXPECT_TRUE(first->placement.notes.empty());
+  auto second = must_grant(pool, req(1, 2, 1));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->placement.gpu_ids, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(second->placement.cores[0], (std::vector<int>{0, 1}));
+  // A CPU-only grant takes the lowest free cores, as ever.
+  auto cpu = must_grant(pool, req(1, 2));
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->placement.cores[0], (std::vector<int>{2, 3}));
+  pool.release(second->id);
+  // GPU "1" again, but only its cores 0-1 are free: two more come from elsewhere, said.
+  auto third = must_grant(pool, req(1, 4, 1));
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->placement.gpu_ids, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(third->placement.cores[0], (std::vector<int>{0, 1, 6, 7}));
+  ASSERT_EQ(third->placement.notes.size(), 1u);
+  EXPECT_NE(third->placement.notes[0].find("2 of its 4 core(s) on a are not next to its GPU(s) "
+                                           "(whose cores are 0-3)"),
+            std::string::npos)
+      << third->placement.notes[0];
+}
+
 TEST(Pool, GrantsAreDisjoint) {
   Pool pool({node("a", range(0, 7), 4), node("b", range(0, 7), 4)});
   std::set<std::pair<std::string, int>> cores;

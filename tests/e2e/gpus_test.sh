@@ -8,8 +8,9 @@
 # in its numbering. The steps hold their GPUs until all have started, so a shared
 # device could not hide behind steps that ran one after another. `berth place --gpus N`
 # with no nodes or cores named is granted from the pool or refused, never rendered
-# without its GPUs, and its shell output says on stderr what is not enforced. berth
-# machine names each GPU by the driver's files.
+# without its GPUs, and its shell output says on stderr what is not enforced; a grant's
+# cores are next to its GPU, or it says they are not. berth machine names each GPU by
+# the driver's files.
 . "$(dirname "$0")/common.sh"
 
 # The fake node: this machine's CPUs, four GPUs.
@@ -25,6 +26,11 @@ for i in 0 1 2 3; do
   d=$R/proc/driver/nvidia/gpus/$bus; mkdir -p "$d"
   printf 'Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-0000000%d-1b4c-bb38-06e5-82991410576d\nBus Location: \t %s\nDevice Minor: \t %d\n' \
     "$i" "$bus" "$i" >"$d/information"
+  # GPU i sits next to the i-th CPU from the top: cores follow their GPU.
+  if ((i < ncpu)); then
+    mkdir -p "$R/sys/bus/pci/devices/$bus"
+    echo "$((ncpu - 1 - i))" >"$R/sys/bus/pci/devices/$bus/local_cpulist"
+  fi
 done
 
 n=$((ncpu < 4 ? ncpu : 4))
@@ -81,7 +87,11 @@ expect_contains "machine, text: a line per GPU" "$OUT" \
 # berth place: --gpus N alone is granted from the pool, or refused with the reason.
 cd "$T"
 run place -n 1 -c 1 --gpus 1 --sysfs-root "$R" -- ./app
-expect_eq "place --gpus 1: granted one device" "$RC:$OUT" "0:CUDA_VISIBLE_DEVICES=0 taskset --cpu-list 0 ./app"
+expect_eq "place --gpus 1: granted one device, and the core next to it" "$RC:$OUT" \
+  "0:CUDA_VISIBLE_DEVICES=0 taskset --cpu-list $((ncpu - 1)) ./app"
+run place -n 1 -c 2 --gpus 1 --sysfs-root "$R" -- ./app
+expect_contains "place: cores beyond the GPU's own, said" "$RC:$ERR" \
+  "0:berth: note: 1 of its 2 core(s) on"
 run place -n 1 -c 1 --gpus 5 --sysfs-root "$R" -- ./app
 expect_eq "place --gpus 5: refused" "$RC" 2
 expect_contains "place --gpus 5: with the reason" "$ERR" "asks for 5 GPUs for 1 task; the largest node has 4"
