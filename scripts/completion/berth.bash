@@ -38,7 +38,7 @@ _berth_options() {
     launch)
       echo "-h --help -n --np --cpu-set --wdir --set-env --add-env --unset-env --prepend-env
         --append-env -x --bind-to --report-bindings --output --output-dir --stdin --timeout
-        --grace --keep-going --oversubscribe --mpi --host --exec-agent --sysfs-root --affinity"
+        --grace --keep-going --oversubscribe --gpus-per-rank --mpi --host --exec-agent --sysfs-root --affinity"
       ;;
   esac
 }

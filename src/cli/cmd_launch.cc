@@ -9,6 +9,7 @@
 // order given, the job's before the app's.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -21,6 +22,8 @@
 #include "place/placement.h"
 #include "topo/cores.h"
 #include "topo/describe.h"
+#include "topo/gpu_identity.h"
+#include "topo/gpus.h"
 #include "util/idset.h"
 #include "util/strings.h"
 
@@ -44,6 +47,7 @@ struct Flags {
   std::string host;
   std::string exec_agent;
   std::string sysfs_root;
+  int gpus_per_rank = 0;
   std::string affinity;
   std::vector<std::string> set_env, add_env, unset_env, prepend_env, append_env, exports;
 };
@@ -221,6 +225,23 @@ int run_launch(CLI::App& app, const Flags& f) {
   topo::CoreSelection cores = topo::select_cores(*reading, std::nullopt);
   spec.usable_cores = cores.usable_core_ids;
   spec.hwthreads = reading->allowed;
+  // Each rank its own GPUs, the ones nearest its bound core (rank_gpus.h).
+  if (f.gpus_per_rank < 0) return report(Error(Errc::kInvalidInput, "--gpus-per-rank must not be negative"));
+  if (f.gpus_per_rank > 0) {
+    const std::string root = f.sysfs_root.empty() ? "/" : f.sysfs_root;
+    auto gpus = topo::read_gpus(root, Env::from_process());
+    if (!gpus.ok()) return report(gpus.error().with_context("--gpus-per-rank"));
+    auto devices = topo::read_gpu_identities(root, gpus->vendor);
+    if (!devices.ok()) return report(devices.error().with_context("--gpus-per-rank"));
+    spec.gpus.per_rank = f.gpus_per_rank;
+    spec.gpus.variable = topo::gpu_visibility_variable(gpus->vendor);
+    spec.gpus.ids = gpus->ids;
+    for (const std::string& id : gpus->ids) {
+      auto d = std::find_if(devices->begin(), devices->end(),
+                            [&](const topo::GpuIdentity& g) { return g.id == id || g.uuid == id; });
+      spec.gpus.local_cores.push_back(d == devices->end() ? std::vector<int>{} : d->local_cores);
+    }
+  }
 
   // 3. The rest of the job.
   spec.bind = f.bind_to == "none"       ? launch::BindTo::kNone
@@ -302,7 +323,9 @@ std::function<int()> setup_launch(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--host", f->host, "Nodes the ranks may run on (this node only): h[:n],…");
   app.add_option("--exec-agent", f->exec_agent, "Wrap every rank's exec: 'CMD ARGS'");
-  app.add_option("--sysfs-root", f->sysfs_root, "Read the node's CPUs under DIR");
+  app.add_option("--gpus-per-rank", f->gpus_per_rank,
+                 "Give each rank N GPUs of its own, nearest its bound core");
+  app.add_option("--sysfs-root", f->sysfs_root, "Read the node's CPUs and GPUs under DIR");
   app.add_option("--affinity", f->affinity, "Stand-in for berth's CPU affinity");
   app.prefix_command();
   CLI::App* self = &app;

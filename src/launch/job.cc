@@ -246,6 +246,7 @@ Result<void> Supervisor::prepare() {
   for (const auto& n : bindings.notices) {
     if (sinks_.err) sinks_.err(fmt::format("berth: {}\n", n));
   }
+  BERTH_TRY(auto rank_gpus, assign_rank_gpus(spec_.gpus, bindings.cpus));
   BERTH_CHECK(start_wireup());
 
   // Every environment is built before anything starts: a directive that cannot
@@ -258,6 +259,10 @@ Result<void> Supervisor::prepare() {
       // Wire-up first, so that the user's directives still win (spec 07 §1).
       if (wire_) {
         for (const auto& [k, v] : wire_->env(rank)) env.set(k, v);
+      }
+      if (spec_.gpus.per_rank > 0) {
+        const auto& mine = rank_gpus[static_cast<size_t>(rank)];
+        for (const auto& [k, v] : gpu_env(spec_.gpus.variable, mine, parent_)) env.set(k, v);
       }
       BERTH_CHECK(apply_directives(spec_.env, parent_, env));
       BERTH_CHECK(apply_directives(app.env, parent_, env));
@@ -719,8 +724,11 @@ Result<Bindings> compute_bindings(const JobSpec& spec) {
   Bindings b;
   std::vector<std::vector<int>>& out = b.cpus;
   int rank = 0;
+  size_t used = 0;  // CPUs of the pool the apps before this one bound their ranks to
   for (size_t a = 0; a < spec.apps.size(); ++a) {
     const AppSpec& app = spec.apps[a];
+    const auto each = static_cast<size_t>(std::max(1, app.cpus_per_rank));
+    used += static_cast<size_t>(app.ranks) * each;
     const std::vector<int>* pool = &spec.usable_cores;
     if (spec.bind == BindTo::kHwthread) pool = &spec.hwthreads;
     if (app.cpu_set) pool = &*app.cpu_set;
@@ -736,9 +744,10 @@ Result<Bindings> compute_bindings(const JobSpec& spec) {
     }
     // Ranks take CPUs in order; across apps without their own --cpu-set they go on
     // where the previous app stopped, so MPMD apps do not share a core.
-    size_t offset = app.cpu_set ? 0 : static_cast<size_t>(rank);
+    size_t offset = app.cpu_set ? 0 : used - static_cast<size_t>(app.ranks) * each;
     const char* unit = spec.bind == BindTo::kHwthread ? "hardware threads" : "cores";
-    if (offset + static_cast<size_t>(app.ranks) > pool->size() && spec.oversubscribe) {
+    const size_t need = static_cast<size_t>(app.ranks) * each;
+    if (offset + need > pool->size() && spec.oversubscribe) {
       // Unbound, as mpirun does when oversubscribed: pinning two ranks to one core
       // would halve both, while the kernel can spread them as load allows. An app
       // with its own --cpu-set stays within it.
@@ -751,15 +760,16 @@ Result<Bindings> compute_bindings(const JobSpec& spec) {
       }
       continue;
     }
-    if (offset + static_cast<size_t>(app.ranks) > pool->size()) {
+    if (offset + need > pool->size()) {
       return fail(Errc::kRefused,
-                  fmt::format("{} rank(s) of app {} need {} {} to bind to one each, but only {} "
+                  fmt::format("{} rank(s) of app {} need {} {} to bind to {} each, but only {} "
                               "are usable{}; use fewer ranks, --oversubscribe or --bind-to none",
-                              app.ranks, a, offset + static_cast<size_t>(app.ranks), unit,
-                              pool->size(), app.cpu_set ? " in its --cpu-set" : ""));
+                              app.ranks, a, offset + need, unit, each, pool->size(),
+                              app.cpu_set ? " in its --cpu-set" : ""));
     }
     for (int i = 0; i < app.ranks; ++i, ++rank) {
-      out.push_back({(*pool)[offset + static_cast<size_t>(i)]});
+      auto first = pool->begin() + static_cast<std::ptrdiff_t>(offset + static_cast<size_t>(i) * each);
+      out.emplace_back(first, first + static_cast<std::ptrdiff_t>(each));
     }
   }
   return b;

@@ -32,6 +32,7 @@
 
 #include "launch/directives.h"
 #include "launch/escalation.h"
+#include "launch/rank_gpus.h"
 #include "launch/spawn.h"
 #include "launch/status.h"
 #include "util/env.h"
@@ -52,6 +53,9 @@ struct AppSpec {
   std::string cwd;                           // "" = berth's own
   // Paths its ranks may not write through (read_only.h): a pipeline step's inputs.
   std::vector<std::string> read_only;
+  // Cores each rank is bound to (with a bind of core or hwthread): rank i takes the
+  // i-th run of this many in its CPU pool.
+  int cpus_per_rank = 1;
 };
 
 struct JobSpec {
@@ -83,6 +87,9 @@ struct JobSpec {
   // MPI wire-up (spec 07): the job is a PMIx namespace and its ranks get PMI sockets,
   // so that MPI ranks find each other. `wireup` nullptr = the process's own servers.
   wireup::Mode mpi = wireup::Mode::kAuto;
+  // Each rank its own GPUs (rank_gpus.h), set before the directives, which may
+  // override them.
+  RankGpus gpus;
   wireup::Wireup* wireup = nullptr;
 };
 

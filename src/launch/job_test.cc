@@ -193,6 +193,34 @@ TEST(Job, BindingsTakeOneCorePerRankAcrossApps) {
   EXPECT_EQ(r->cpus[2], (std::vector<int>{8, 9, 10}));
 }
 
+TEST(Job, RanksTakeTheirCpusPerRankInTurn) {
+  // A pipeline step of 2 tasks on cores 4-7: each rank two cores of its own.
+  JobSpec s = job({"a"}, 2);
+  s.bind = BindTo::kCore;
+  s.apps[0].cpu_set = std::vector<int>{4, 5, 6, 7};
+  s.apps[0].cpus_per_rank = 2;
+  auto r = compute_bindings(s);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->cpus, (std::vector<std::vector<int>>{{4, 5}, {6, 7}}));
+  // Across apps without sets of their own, the next app goes on where this one stopped.
+  JobSpec m = job({"a"}, 2);
+  m.bind = BindTo::kCore;
+  m.usable_cores = {0, 1, 2, 3, 4, 5};
+  m.apps[0].cpus_per_rank = 2;
+  AppSpec b;
+  b.argv = {"b"};
+  b.ranks = 2;
+  m.apps.push_back(b);
+  r = compute_bindings(m);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->cpus, (std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4}, {5}}));
+  m.apps[1].ranks = 3;
+  auto over = compute_bindings(m);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.error().message().find("need 7 cores to bind to 1 each"), std::string::npos)
+      << over.error().message();
+}
+
 TEST(Job, OversubscribeUnbindsOnlyTheAppThatDoesNotFit) {
   JobSpec s = job({"a"}, 2);
   s.bind = BindTo::kCore;

@@ -207,6 +207,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
 
   // 2. Launch: bound to its cores on this node, or through the machine's launcher.
   launch::JobSpec job;
+  bool bind_ranks = false;  // its tasks bound to cores of their own (below)
   launch::AppSpec app;
   app.ranks = 1;
   app.cwd = stage;
@@ -224,17 +225,22 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     for (const auto& [name, dests] : paths.inputs) {
       if (protect.ok()) app.read_only.insert(app.read_only.end(), dests.begin(), dests.end());
     }
-    // Its GPUs in its vendor's variable: the ids it was granted, and with none an
-    // explicit none, so that no step sees a GPU it was not given (spec 02 §4).
-    if (!p.gpu_variable.empty()) {
-      app.env.push_back({launch::EnvDirective::kSet, p.gpu_variable, str::join(p.gpu_ids, ","),
-                         "", false});
-      // Ids berth numbered from the driver's files are in PCI bus order, which CUDA
-      // takes them in only when told; ids a scheduler set around berth keep its order.
-      if (p.gpu_variable == "CUDA_VISIBLE_DEVICES" && !parent_.has("CUDA_VISIBLE_DEVICES") &&
-          !parent_.has("CUDA_DEVICE_ORDER")) {
-        app.env.push_back(
-            {launch::EnvDirective::kSet, "CUDA_DEVICE_ORDER", "PCI_BUS_ID", "", false});
+    // Its tasks are bound to cores of their own, as berth launch -n binds them, and
+    // split its GPUs evenly, each its own (spec 03 §2).
+    const int tasks = std::max(1, s.tasks);
+    if (tasks > 1 && !app.cpu_set->empty()) {
+      bind_ranks = true;
+      app.cpus_per_rank = std::max(1, static_cast<int>(app.cpu_set->size()) / tasks);
+    }
+    const bool per_rank = tasks > 1 && !p.gpu_ids.empty() &&
+                          p.gpu_ids.size() % static_cast<size_t>(tasks) == 0;
+    if (per_rank) {
+      job.gpus = {static_cast<int>(p.gpu_ids.size()) / tasks, p.gpu_variable, p.gpu_ids, {}};
+    } else {
+      // Its GPUs in its vendor's variable: the ids it was granted, and with none an
+      // explicit none, so that no step sees a GPU it was not given (spec 02 §4).
+      for (const auto& [k, v] : launch::gpu_env(p.gpu_variable, p.gpu_ids, parent_)) {
+        app.env.push_back({launch::EnvDirective::kSet, k, v, "", false});
       }
     }
     if (!protect.ok() && !paths.inputs.empty() && !told_unprotected_.exchange(true)) {
@@ -288,7 +294,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   // A step's tasks on this node are one MPI job on berth's own wire-up; through a
   // launcher, the launcher's wire-up serves them (place::render asks for it).
   job.mpi = here ? s.mpi : wireup::Mode::kNone;
-  job.bind = launch::BindTo::kNone;
+  job.bind = bind_ranks ? launch::BindTo::kCore : launch::BindTo::kNone;
   job.node = o_.host;
   job.stdin_mode = launch::StdinMode::kNone;
   job.own_signals = false;

@@ -75,6 +75,42 @@ unset CUDA_VISIBLE_DEVICES
 expect_eq "scheduler's GPUs: exit 0" "$RC" 0
 expect_eq "scheduler's GPUs: each step one of them, no order added" \
   "$(cat results/g-*/o | sort | tr '\n' ' ')" "2 3 "
+# A step of two tasks: each rank bound to a core of its own, with a GPU of its own.
+if ((ncpu >= 2)); then
+  mkdir -p "$T/t"
+  cd "$T/t"
+  cat >pipeline.toml <<'X'
+[[step]]
+name = "ranks"
+tasks = 2
+cores = 2
+gpus = 2
+mpi = "none"
+run = "echo rank=$BERTH_RANK cpus=$BERTH_CPUS gpus=$CUDA_VISIBLE_DEVICES >> {out.o}"
+outputs = ["o"]
+X
+  run run pipeline.toml --sysfs-root "$R" --format json
+  expect_eq "two tasks: exit 0" "$RC" 0
+  expect_eq "two tasks: a core and a GPU each" "$(sort results/ranks/o | sed 's/cpus=[0-9]*/cpus=C/' | tr '\n' ' ')" \
+    "rank=0 cpus=C gpus=0 rank=1 cpus=C gpus=1 "
+  expect_eq "two tasks: two cores, not one" \
+    "$(sed 's/.*cpus=\([0-9]*\).*/\1/' results/ranks/o | sort -u | wc -l)" 2
+  cd "$T"
+  # berth launch --gpus-per-rank: each rank its own, next to its core; too many refused.
+  run launch -n 2 --gpus-per-rank 2 --sysfs-root "$R" -- sh -c 'echo $BERTH_CPUS:$CUDA_VISIBLE_DEVICES'
+  expect_eq "launch --gpus-per-rank 2: exit 0" "$RC" 0
+  expect_eq "launch --gpus-per-rank 2: four devices, none shared" \
+    "$(sed 's/^[0-9]*://' <<<"$OUT" | tr ',' '\n' | sort -u | tr '\n' ' ')" "0 1 2 3 "
+  if ((ncpu == 2)); then
+    # GPU 1 sits next to CPU 0 and GPU 0 next to CPU 1: each rank gets its own first.
+    expect_eq "launch --gpus-per-rank 2: the one next to its core first" \
+      "$(sort <<<"$OUT" | tr '\n' ' ')" "0:1,2 1:0,3 "
+  fi
+  run launch -n 2 --gpus-per-rank 3 --sysfs-root "$R" -- true
+  expect_contains "launch --gpus-per-rank 3: refused before anything starts" "$RC:$ERR" \
+    "2:berth: 2 rank(s) x 3 GPU(s) each need 6 GPUs, but 4 are usable here"
+fi
+
 # berth machine names each GPU as the driver does: UUID, model, bus.
 run machine --sysfs-root "$R" --format json
 expect_eq "machine: each GPU named" \
