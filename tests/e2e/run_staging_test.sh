@@ -175,15 +175,19 @@ run = "(echo bad >> {in.u}) 2> {out.err}; cat {in.u} > {out.o}"
 outputs = ["o", "err"]
 X
 run run pipeline.toml --format json
-expect_eq "read-only inputs: exit 0" "$RC" 0
 # Where the kernel allows no mount namespace (a chroot, a locked-down container), the
-# run must say so; that is all it can do there.
+# run must say so, and the write that reached the user's file is caught after the step:
+# it fails, storing nothing.
 unprotected=$(json "' '.join(n for s in j['steps'] for n in s.get('notices', []) if 'not protected from writes' in n)")
 if [[ -n $unprotected ]]; then
   expect_contains "read-only inputs: not here, and said why" "$unprotected" "does not let berth"
+  expect_contains "read-only inputs: not here, the write caught after the step" \
+    "$RC $(json "[s['reason'] for s in j['steps'] if s['name']=='append'][0]")" \
+    "1 input data.csv changed while the step ran"
   finish
   exit 0
 fi
+expect_eq "read-only inputs: exit 0" "$RC" 0
 expect_eq "read-only inputs: the user's file is unchanged" "$(cat data.csv)" "orig"
 expect_eq "read-only inputs: the step read it" "$(cat results/append/o)" "orig"
 expect_eq "read-only inputs: both writes to it failed" \

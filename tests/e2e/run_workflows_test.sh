@@ -95,7 +95,8 @@ expect_eq "analysis: exit 0" "$RC" 0
 expect_eq "analysis: every step ran its script" "$(counts)" "5 0 0 0 0"
 expect_eq "analysis: the report" "$(cat results/report/txt)" \
   $'control: n=3 mean=3.00\ntreated: n=2 mean=20.00'
-expect_eq "analysis: no step left files it did not declare" "$(json "j['notices']")" "[]"
+expect_eq "analysis: no step left files it did not declare" \
+  "$(json "[n for n in j['notices'] if 'did not declare' in n]")" "[]"
 # Editing one script reruns exactly the steps whose commands name it.
 printf '\n# counts blank lines too\n' >>scripts/stats.py
 run run pipeline.toml --dry-run
