@@ -222,8 +222,10 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     // read-only, so that a write through one fails rather than change the original
     // (read_only.h). Where this node does not allow that, the run says so once.
     const Result<void>& protect = launch::read_only_support();
-    for (const auto& [name, dests] : paths.inputs) {
-      if (protect.ok()) app.read_only.insert(app.read_only.end(), dests.begin(), dests.end());
+    if (protect.ok()) {
+      for (const auto& [name, dests] : paths.inputs) {
+        app.read_only.insert(app.read_only.end(), dests.begin(), dests.end());
+      }
     }
     // Its tasks are bound to cores of their own, as berth launch -n binds them, and
     // split its GPUs evenly, each its own (spec 03 §2).
