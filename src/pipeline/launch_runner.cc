@@ -417,6 +417,23 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   prov["host"] = r.node;
   prov["cores"] = r.cores;
   prov["gpus"] = p.gpus;
+  // Which GPUs it ran on, as their driver names them (spec 04 §8).
+  if (!p.gpu_ids.empty()) {
+    json devices = json::array();
+    for (size_t g = 0; g < p.gpu_ids.size(); ++g) {
+      json gpu;
+      gpu["id"] = p.gpu_ids[g];
+      if (g < p.gpu_devices.size()) {
+        const auto& dev = p.gpu_devices[g];
+        if (!dev.model.empty()) gpu["model"] = dev.model;
+        if (!dev.uuid.empty()) gpu["uuid"] = dev.uuid;
+        if (!dev.bus.empty()) gpu["bus"] = dev.bus;
+        if (!dev.driver.empty()) gpu["driver"] = dev.driver;
+      }
+      devices.push_back(std::move(gpu));
+    }
+    prov["gpu_devices"] = std::move(devices);
+  }
   prov["tasks"] = s.tasks;
   if (!o_.worker.empty()) prov["worker"] = o_.worker;
   prov["start"] = started;

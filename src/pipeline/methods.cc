@@ -1,6 +1,7 @@
 #include "pipeline/methods.h"
 
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -37,7 +38,7 @@ std::string counted(const std::map<std::string, size_t>& m) {
 }  // namespace
 
 std::string methods_paragraph(std::string_view pipeline, const std::vector<std::string>& rows) {
-  std::map<std::string, size_t> engines, platforms;
+  std::map<std::string, size_t> engines, platforms, gpus;
   std::map<std::string, std::string> tools;  // name -> first line of its version
   size_t outputs = 0, unreadable = 0;
   for (const std::string& text : rows) {
@@ -52,6 +53,20 @@ std::string methods_paragraph(std::string_view pipeline, const std::vector<std::
     outputs += n;
     engines[field(p, "engine_version")] += n;
     platforms[field(p, "platform")] += n;
+    // The GPU models it ran on, one count per output, as for platforms.
+    if (p.contains("gpu_devices") && p["gpu_devices"].is_array()) {
+      std::set<std::string> models;
+      for (const auto& d : p["gpu_devices"]) {
+        if (d.is_object() && d.contains("model") && d["model"].is_string()) {
+          std::string m = d["model"].get<std::string>();
+          if (d.contains("driver") && d["driver"].is_string()) {
+            m += " (driver " + d["driver"].get<std::string>() + ")";
+          }
+          models.insert(std::move(m));
+        }
+      }
+      for (const auto& m : models) gpus[m] += n;
+    }
     if (p.contains("tools") && p["tools"].is_object()) {
       for (auto& [name, version] : p["tools"].items()) {
         std::string v = version.is_string() ? version.get<std::string>() : "";
@@ -69,6 +84,7 @@ std::string methods_paragraph(std::string_view pipeline, const std::vector<std::
       outputs, pipeline, engines.empty() ? "an unknown engine" : counted(engines),
       platforms.empty() ? "an unknown platform" : counted(platforms),
       tool_list.empty() ? "" : ", using " + and_list(tool_list));
+  if (!gpus.empty()) text += fmt::format(" GPUs used: {}.", counted(gpus));
   if (unreadable) {
     text += fmt::format(" The provenance of {} step(s) could not be read and is not described.",
                         unreadable);

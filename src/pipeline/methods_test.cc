@@ -33,6 +33,21 @@ TEST(Methods, NamesEveryDistinctEngineAndPlatform) {
   EXPECT_NE(t.find("Linux aarch64 (1 output) and Linux x86_64 (4 outputs)"), std::string::npos) << t;
 }
 
+TEST(Methods, NamesTheGpuModelsTheOutputsRanOn) {
+  auto gpu = [](const std::string& model) {
+    return fmt::format(
+        R"({{"outputs":{{"o":{{"object":"x"}}}},"provenance":{{"engine_version":"b","platform":"p",)"
+        R"("gpu_devices":[{{"id":"0","model":"{}","uuid":"GPU-1","driver":"580.159.04"}}]}}}})",
+        model);
+  };
+  auto t = methods_paragraph("p", {gpu("NVIDIA H100 80GB HBM3"), gpu("NVIDIA H100 80GB HBM3"),
+                                   row("b", "p")});
+  EXPECT_NE(t.find(" GPUs used: NVIDIA H100 80GB HBM3 (driver 580.159.04)."), std::string::npos)
+      << t;
+  // No GPU step: nothing said of GPUs.
+  EXPECT_EQ(methods_paragraph("p", {row("b", "p")}).find("GPU"), std::string::npos);
+}
+
 TEST(Methods, ThreeAreListedWithCommas) {
   auto t = methods_paragraph("p", {row("a", "x"), row("b", "x"), row("c", "x")});
   EXPECT_NE(t.find("a (1 output), b (1 output) and c (1 output)"), std::string::npos) << t;

@@ -195,11 +195,11 @@ std::vector<PoolNode> Context::pool_nodes() const {
     }
     p.gpu_ids = node.gpus.ids;
     p.gpu_variable = topo::gpu_visibility_variable(node.gpus.vendor);
-    // Each usable GPU's local cores, found by its id or UUID among the node's GPUs.
+    // Which GPU each usable id is, found by its id or UUID among the node's GPUs.
     for (const std::string& id : p.gpu_ids) {
       auto d = std::find_if(node.gpu_devices.begin(), node.gpu_devices.end(),
                             [&](const topo::GpuIdentity& g) { return g.id == id || g.uuid == id; });
-      p.gpu_local_cores.push_back(d == node.gpu_devices.end() ? std::vector<int>{} : d->local_cores);
+      p.gpu_devices.push_back(d == node.gpu_devices.end() ? topo::GpuIdentity{} : *d);
     }
     p.memory_mb = memory_per_node_mb();
     out.push_back(std::move(p));

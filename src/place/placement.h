@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "topo/gpu_identity.h"
 #include "util/idset.h"
 #include "util/result.h"
 
@@ -34,6 +35,9 @@ struct Placement {
   // The variable a launch on its node gives gpu_ids in (CUDA_VISIBLE_DEVICES,
   // ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK), from the pool; "" when the node has none.
   std::string gpu_variable;
+  // Which GPU each of gpu_ids is, where the pool knew (model, UUID, driver): what a
+  // step's provenance records. Not part of its shape.
+  std::vector<topo::GpuIdentity> gpu_devices;
   // What the grant could not do as it should: cores not next to its GPUs, say. Said
   // with the launch; not part of its shape.
   std::vector<std::string> notes;

@@ -320,15 +320,14 @@ Pool::Pool(std::vector<PoolNode> nodes) : nodes_(std::move(nodes)) {
     std::sort(node.cores.begin(), node.cores.end());
     node.cores.erase(std::unique(node.cores.begin(), node.cores.end()), node.cores.end());
     std::vector<std::string> gpus;
-    std::vector<std::vector<int>> local;
+    std::vector<topo::GpuIdentity> devices;
     for (size_t g = 0; g < node.gpu_ids.size(); ++g) {
       if (std::find(gpus.begin(), gpus.end(), node.gpu_ids[g]) != gpus.end()) continue;
       gpus.push_back(node.gpu_ids[g]);
-      local.push_back(g < node.gpu_local_cores.size() ? node.gpu_local_cores[g]
-                                                      : std::vector<int>{});
+      devices.push_back(g < node.gpu_devices.size() ? node.gpu_devices[g] : topo::GpuIdentity{});
     }
     node.gpu_ids = std::move(gpus);
-    node.gpu_local_cores = std::move(local);
+    node.gpu_devices = std::move(devices);
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const PoolNode& node = nodes_[i];
@@ -362,8 +361,8 @@ void Pool::take_cores(const PoolNode& node, const std::vector<size_t>& free, siz
                       Taken& t) {
   std::set<int> local;
   for (size_t g : t.gpus) {
-    if (g < node.gpu_local_cores.size()) {
-      local.insert(node.gpu_local_cores[g].begin(), node.gpu_local_cores[g].end());
+    if (g < node.gpu_devices.size()) {
+      local.insert(node.gpu_devices[g].local_cores.begin(), node.gpu_devices[g].local_cores.end());
     }
   }
   if (local.empty()) {
@@ -444,7 +443,11 @@ Placement Pool::placement_of(const std::vector<Share>& shares, const std::vector
     for (size_t c : t.cores) cores.push_back(node.cores[c]);
     p.cores.push_back(std::move(cores));
     // GPU ids are node-local; several nodes' ids are listed in node order.
-    for (size_t g : t.gpus) p.gpu_ids.push_back(node.gpu_ids[g]);
+    for (size_t g : t.gpus) {
+      p.gpu_ids.push_back(node.gpu_ids[g]);
+      p.gpu_devices.push_back(g < node.gpu_devices.size() ? node.gpu_devices[g]
+                                                          : topo::GpuIdentity{});
+    }
     if (p.gpu_variable.empty()) p.gpu_variable = node.gpu_variable;
     if (!t.note.empty()) p.notes.push_back(t.note);
   }

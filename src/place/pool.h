@@ -42,9 +42,10 @@ struct PoolNode {
   std::vector<std::string> gpu_ids;  // GPU ids in the visibility variable's syntax
   std::optional<int64_t> memory_mb;  // usable memory; absent = not accounted
   std::string gpu_variable;          // gpu_ids' variable (CUDA_VISIBLE_DEVICES…); "" = none
-  // Per GPU id (aligned with gpu_ids; may be shorter), the CPU ids next to it: a grant
-  // with GPUs takes its cores from these first. Empty: not known, lowest ids first.
-  std::vector<std::vector<int>> gpu_local_cores;
+  // Per GPU id (aligned with gpu_ids; may be shorter), which GPU it is (model, UUID,
+  // driver) and the CPU ids next to it: a grant with GPUs takes its cores from those
+  // first, and names what it was given. Empty: not known, lowest ids first.
+  std::vector<topo::GpuIdentity> gpu_devices;
 };
 
 struct Request {

@@ -126,7 +126,9 @@ TEST(Pool, APlacementNamesItsNodesGpuVariable) {
 TEST(Pool, CoresFollowTheirGpu) {
   // Two sockets: GPU "0" next to cores 4-7, GPU "1" next to cores 0-3.
   PoolNode n = node("a", range(0, 7), 2);
-  n.gpu_local_cores = {{4, 5, 6, 7}, {0, 1, 2, 3}};
+  n.gpu_devices.resize(2);
+  n.gpu_devices[0].local_cores = {4, 5, 6, 7};
+  n.gpu_devices[1].local_cores = {0, 1, 2, 3};
   Pool pool({n});
   auto first = must_grant(pool, req(1, 2, 1));
   ASSERT_TRUE(first);

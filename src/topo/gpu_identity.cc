@@ -39,8 +39,15 @@ Result<std::vector<GpuIdentity>> nvidia(const std::string& root) {
   constexpr std::string_view kProc = "/proc/driver/nvidia/gpus";
   BERTH_TRY(auto entries, tree::list_dir(tree::under(root, kProc)));
   std::vector<GpuIdentity> out;
+  std::string driver;
+  if (entries && !entries->empty()) {
+    BERTH_TRY(auto version, tree::read_optional(tree::under(root, "/proc/driver/nvidia/version"),
+                                                65536));
+    if (version) driver = parse_nvidia_version(*version);
+  }
   for (const std::string& bus : entries.value_or(std::vector<std::string>())) {
     GpuIdentity g;
+    g.driver = driver;
     g.id = std::to_string(out.size());
     g.bus = bus;
     const std::string path = fmt::format("{}/{}/information", kProc, bus);
@@ -119,6 +126,22 @@ Result<NvidiaInformation> parse_nvidia_information(std::string_view text) {
     *field = std::string(value);
   }
   return out;
+}
+
+std::string parse_nvidia_version(std::string_view text) {
+  constexpr std::string_view kAfter = "Kernel Module";
+  size_t at = text.find(kAfter);
+  if (at == std::string_view::npos) return "";
+  std::string_view rest = text.substr(at + kAfter.size());
+  rest = rest.substr(0, rest.find('\n'));
+  // The first word made of digits and dots: the open module's line puts "for x86_64"
+  // before it.
+  for (std::string_view w : str::split_ws(rest)) {
+    bool version = w.size() <= 64 && w.find('.') != std::string_view::npos &&
+                   std::all_of(w.begin(), w.end(), [](char c) { return str::is_digit(c) || c == '.'; });
+    if (version) return std::string(w);
+  }
+  return "";
 }
 
 Result<KfdIdentity> parse_kfd_identity(std::string_view text) {

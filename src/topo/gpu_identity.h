@@ -5,7 +5,8 @@
 // everything:
 //   - NVIDIA: /proc/driver/nvidia/gpus/<bus>/information (Model, GPU UUID, Bus
 //     Location), one directory per GPU, in bus order — the order CUDA numbers them in
-//     with CUDA_DEVICE_ORDER=PCI_BUS_ID;
+//     with CUDA_DEVICE_ORDER=PCI_BUS_ID — and the driver's version from
+//     /proc/driver/nvidia/version;
 //   - AMD: each kfd topology node with SIMD units (location_id and domain give its bus
 //     address, unique_id its UUID as ROCR_VISIBLE_DEVICES takes it);
 //   - every vendor: /sys/bus/pci/devices/<bus>/numa_node and local_cpulist.
@@ -27,6 +28,7 @@ struct GpuIdentity {
   std::string uuid;   // "GPU-…" where the driver gives one
   std::string model;  // "NVIDIA H100 80GB HBM3"
   std::string bus;    // PCI address, "0000:00:06.0"
+  std::string driver;  // the driver's version ("580.159.04"), where it says
   int numa_node = -1;            // -1: not known, or the node has one
   std::vector<int> local_cores;  // CPU ids next to it; empty: not known
 };
@@ -43,6 +45,12 @@ struct NvidiaInformation {
   std::string model, uuid, bus;
 };
 Result<NvidiaInformation> parse_nvidia_information(std::string_view text);
+
+// The driver's version from /proc/driver/nvidia/version ("NVRM version: NVIDIA UNIX
+// x86_64 Kernel Module  580.159.04  Thu …", or "… Open Kernel Module for x86_64
+// 570.86.15 …": the first word of digits and dots after "Kernel Module"); empty when
+// the file says no such thing.
+std::string parse_nvidia_version(std::string_view text);
 
 // A kfd topology node's properties ("key value" lines): its PCI bus address from
 // domain and location_id ("0000:c1:00.0"), and its unique_id as a UUID ("GPU-<hex>");

@@ -34,6 +34,16 @@ TEST(GpuIdentity, ReadsTheDriversInformationFile) {
   EXPECT_EQ(info->bus, "0000:00:06.0");
 }
 
+TEST(GpuIdentity, TheDriversVersion) {
+  EXPECT_EQ(parse_nvidia_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  "
+                                 "Thu Oct 30 10:02:15 UTC 2025\nGCC version:  gcc 13\n"),
+            "580.159.04");
+  EXPECT_EQ(parse_nvidia_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
+                                 "570.86.15  Release Build\n"),
+            "570.86.15");
+  EXPECT_EQ(parse_nvidia_version("garbage"), "");
+}
+
 TEST(GpuIdentity, AMalformedInformationFileIsRefusedByLine) {
   auto bad = parse_nvidia_information("Model: A100\nno colon here\n");
   ASSERT_FALSE(bad.ok());
@@ -58,9 +68,12 @@ TEST(GpuIdentity, TwoSocketsAndTheFirstGpuOnTheSecond) {
   t.write("/sys/bus/pci/devices/0000:41:00.0/local_cpulist", "32-63\n");
   t.write("/sys/bus/pci/devices/0000:c1:00.0/numa_node", "0\n");
   t.write("/sys/bus/pci/devices/0000:c1:00.0/local_cpulist", "0-31\n");
+  t.write("/proc/driver/nvidia/version",
+          "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu Oct 30 2025\n");
   auto ids = read_gpu_identities(t.root(), GpuVendor::kNvidia);
   ASSERT_TRUE(ids.ok()) << ids.error().message();
   ASSERT_EQ(ids->size(), 2u);
+  EXPECT_EQ((*ids)[1].driver, "580.159.04");
   EXPECT_EQ((*ids)[0].id, "0");
   EXPECT_EQ((*ids)[0].bus, "0000:41:00.0");
   EXPECT_EQ((*ids)[0].uuid, "GPU-0aaa");

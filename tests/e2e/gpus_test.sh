@@ -21,6 +21,8 @@ for ((c = 0; c < ncpu; c++)); do
   echo "$c" >"$d/thread_siblings_list"
 done
 echo "0-$((ncpu - 1))" >"$R/sys/devices/system/cpu/online"
+echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu Oct 30 10:02:15 UTC 2025" \
+  | (mkdir -p "$R/proc/driver/nvidia" && cat >"$R/proc/driver/nvidia/version")
 for i in 0 1 2 3; do
   bus=0000:0$((i + 1)):00.0
   d=$R/proc/driver/nvidia/gpus/$bus; mkdir -p "$d"
@@ -64,6 +66,15 @@ want=$(for ((i = 0; i < n; i++)); do printf '%d PCI_BUS_ID ' "$i"; done)
 expect_eq "gpus: $n steps at once, $n devices of their own, in PCI bus order" \
   "$(cat results/g-*/o | sort | tr '\n' ' ')" "$want"
 expect_eq "gpus = 0: the variable set, empty" "$(cat results/cpu/o)" "[]"
+# Each GPU step's row names the device it ran on, as the driver does; methods names the model.
+key=$(json "[s['key'] for s in j['steps'] if s['name']=='g-0'][0]")
+run store cat --store "file://$T/p/.berth/store" "rows/v1/steps/$key"
+expect_contains "provenance: the device, by UUID and driver" "$(json "j['provenance']['gpu_devices']")" \
+  "'model': 'NVIDIA H100 80GB HBM3', 'uuid': 'GPU-0000000"
+expect_contains "provenance: the driver's version" "$(json "j['provenance']['gpu_devices'][0]['driver']")" \
+  "580.159.04"
+run methods pipeline.toml
+expect_contains "methods: the GPU model" "$OUT" "GPUs used: NVIDIA H100 80GB HBM3 (driver 580.159.04)"
 expect_eq "a step's own env keeps its value" "$(cat results/own/o)" "7"
 
 # A scheduler gave berth GPUs 2 and 3: steps get those, in its numbering, no order added.

@@ -38,6 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (!clean(info->model) || !clean(info->uuid) || !clean(info->bus)) {
     abort();
   }
+  std::string version = berth::topo::parse_nvidia_version(text);
+  if (version.size() > 64 || !clean(version)) abort();
   auto kfd = berth::topo::parse_kfd_identity(text);
   if (!kfd.ok()) {
     check_failure(kfd.error());
