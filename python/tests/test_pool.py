@@ -213,6 +213,25 @@ def test_the_pool_over_the_discovered_allocation(fake_node):
         g.release()
 
 
+def test_the_pool_over_a_gpu_node_grants_each_its_own_devices(fake_node):
+    # Four NVIDIA GPUs as the driver lays them out: four one-GPU grants, four devices.
+    for i in range(4):
+        d = fake_node / "proc/driver/nvidia/gpus" / f"0000:0{i + 1}:00.0"
+        d.mkdir(parents=True)
+        (d / "information").write_text(f"Model: \t\t NVIDIA H100\nGPU UUID: \t GPU-{i}\n")
+    pool = berth.Pool(env=EMPTY_ENV, sysfs_root=str(fake_node), affinity="0-15")
+    grants = [pool.grant(1, 2, gpus=1) for _ in range(4)]
+    assert all(grants)
+    assert sorted(g.gpu_ids[0] for g in grants) == ["0", "1", "2", "3"]
+    assert pool.grant(1, gpus=1) is berth.NOT_NOW
+    # A CPU-only grant takes no device, and the GPUs come back on release.
+    cpu = pool.grant(1)
+    assert cpu and cpu.gpu_ids == []
+    grants[2].release()
+    again = pool.grant(1, gpus=1)
+    assert again and again.gpu_ids == [grants[2].gpu_ids[0]]
+
+
 def test_the_pool_over_this_node():
     pool = berth.Pool()
     assert len(pool.nodes) >= 1
