@@ -14,12 +14,17 @@ x2
 X
 printf 'PATH=/usr/bin:/bin\nPBS_JOBID=3.pbs\nPBS_NODEFILE=%s\n' "$T/pbs_nodes" >"$T/pbs.env"
 
-# render NAME ARGS...: berth place ... --format shell, one line per case into $T/lines.
+# render NAME ARGS...: berth place ... --format shell, one line per case into $T/lines,
+# then what it says on stderr of what the launch does not do, a line per note.
 : >"$T/lines"
 render() {
   local name=$1; shift
   run place "$@" -- ./a.out arg
-  printf '%s: %s\n' "$name" "$OUT${ERR:+ ERROR $ERR}" >>"$T/lines"
+  local errors notes
+  errors=$(grep -v '^berth: note: ' <<<"$ERR" || true)
+  notes=$(grep '^berth: note: ' <<<"$ERR" | sed 's/^berth: /  /' || true)
+  printf '%s: %s\n' "$name" "$OUT${errors:+ ERROR $errors}" >>"$T/lines"
+  if [[ -n $notes ]]; then printf '%s\n' "$notes" >>"$T/lines"; fi
 }
 S=(--env-file "$T/slurm.env")
 render "pm-cpu 25.11 one node" --machine pm-cpu --slurm-version 25.11 "${S[@]}" -n 4 --nodes nid001 --cores 0-3
