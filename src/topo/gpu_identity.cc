@@ -66,23 +66,11 @@ Result<std::vector<GpuIdentity>> nvidia(const std::string& root) {
 }
 
 Result<std::vector<GpuIdentity>> amd(const std::string& root) {
-  constexpr std::string_view kNodes = "/sys/class/kfd/kfd/topology/nodes";
-  BERTH_TRY(auto names, tree::list_dir(tree::under(root, kNodes)));
-  std::vector<uint64_t> nodes;
-  for (const std::string& n : names.value_or(std::vector<std::string>())) {
-    if (auto k = str::parse_uint(n, UINT32_MAX); k.ok()) nodes.push_back(*k);
-  }
-  std::sort(nodes.begin(), nodes.end());
+  BERTH_TRY(std::vector<KfdGpu> kfd, kfd_gpus(root));
   std::vector<GpuIdentity> out;
-  for (uint64_t node : nodes) {
-    const std::string path = fmt::format("{}/{}/properties", kNodes, node);
-    BERTH_TRY(auto text, tree::read_optional(tree::under(root, path)));
-    if (!text) continue;
-    auto simd = parse_kfd_simd_count(*text);
-    if (!simd.ok()) return simd.error().with_context(tree::shown(root, path));
-    if (*simd == 0) continue;  // a CPU node
-    auto id = parse_kfd_identity(*text);
-    if (!id.ok()) return id.error().with_context(tree::shown(root, path));
+  for (const KfdGpu& node : kfd) {
+    auto id = parse_kfd_identity(node.properties);
+    if (!id.ok()) return id.error().with_context(tree::shown(root, node.path));
     GpuIdentity g;
     g.id = std::to_string(out.size());
     g.bus = id->bus;

@@ -86,27 +86,37 @@ Result<NodeGpus> nvidia(const std::string& root) {
   return g;
 }
 
-Result<NodeGpus> amd(const std::string& root) {
-  NodeGpus g;
-  g.vendor = GpuVendor::kAmd;
-  constexpr std::string_view kNodes = "/sys/class/kfd/kfd/topology/nodes";
-  BERTH_TRY(auto names, tree::list_dir(tree::under(root, kNodes)));
+}  // namespace
+
+Result<std::vector<KfdGpu>> kfd_gpus(const std::string& root) {
+  BERTH_TRY(auto names, tree::list_dir(tree::under(root, kKfdNodes)));
   std::vector<uint64_t> nodes;
   for (const std::string& n : names.value_or(std::vector<std::string>())) {
     if (auto k = str::parse_uint(n, UINT32_MAX); k.ok()) nodes.push_back(*k);
   }
   std::sort(nodes.begin(), nodes.end());
-  size_t count = 0;
+  std::vector<KfdGpu> out;
   for (uint64_t node : nodes) {
-    std::string path = fmt::format("{}/{}/properties", kNodes, node);
+    std::string path = fmt::format("{}/{}/properties", kKfdNodes, node);
     BERTH_TRY(auto text, tree::read_optional(tree::under(root, path)));
     if (!text) continue;
     auto simd = parse_kfd_simd_count(*text);
     if (!simd.ok()) return simd.error().with_context(tree::shown(root, path));
     // CPU nodes are kfd nodes too; only a node with SIMD units is a GPU (one GCD on
     // Frontier's MI250X, so a node shows 8).
-    if (*simd > 0) ++count;
+    if (*simd > 0) out.push_back({std::move(path), std::move(*text)});
   }
+  return out;
+}
+
+namespace {
+
+Result<NodeGpus> amd(const std::string& root) {
+  NodeGpus g;
+  g.vendor = GpuVendor::kAmd;
+  constexpr std::string_view kNodes = kKfdNodes;
+  BERTH_TRY(std::vector<KfdGpu> kfd, kfd_gpus(root));
+  size_t count = kfd.size();
   if (count > kMaxNodeGpus) return too_many(root, kNodes);
   if (count > 0) {
     g.ids = numbered(count);

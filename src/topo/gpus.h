@@ -62,6 +62,15 @@ Result<std::vector<std::string>> parse_visible_devices(std::string_view value,
                                                        std::string_view name,
                                                        std::vector<std::string>* notes);
 
+// The kfd topology nodes that are GPUs (those with SIMD units), in node order: each
+// one's properties file (its path, absolute as on the node) and text. Fails on a
+// properties file that does not parse, naming it.
+inline constexpr std::string_view kKfdNodes = "/sys/class/kfd/kfd/topology/nodes";
+struct KfdGpu {
+  std::string path, properties;
+};
+Result<std::vector<KfdGpu>> kfd_gpus(const std::string& root);
+
 // The simd_count of a kfd topology node's `properties` file ("key value" lines); 0
 // when absent. Fails on a malformed line or value.
 Result<int64_t> parse_kfd_simd_count(std::string_view text);
