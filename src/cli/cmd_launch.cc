@@ -236,10 +236,8 @@ int run_launch(CLI::App& app, const Flags& f) {
     spec.gpus.per_rank = f.gpus_per_rank;
     spec.gpus.variable = topo::gpu_visibility_variable(gpus->vendor);
     spec.gpus.ids = gpus->ids;
-    for (const std::string& id : gpus->ids) {
-      auto d = std::find_if(devices->begin(), devices->end(),
-                            [&](const topo::GpuIdentity& g) { return g.id == id || g.uuid == id; });
-      spec.gpus.local_cores.push_back(d == devices->end() ? std::vector<int>{} : d->local_cores);
+    for (const auto& d : topo::identities_of(gpus->ids, *devices)) {
+      spec.gpus.local_cores.push_back(d.local_cores);
     }
   }
 

@@ -195,12 +195,7 @@ std::vector<PoolNode> Context::pool_nodes() const {
     }
     p.gpu_ids = node.gpus.ids;
     p.gpu_variable = topo::gpu_visibility_variable(node.gpus.vendor);
-    // Which GPU each usable id is, found by its id or UUID among the node's GPUs.
-    for (const std::string& id : p.gpu_ids) {
-      auto d = std::find_if(node.gpu_devices.begin(), node.gpu_devices.end(),
-                            [&](const topo::GpuIdentity& g) { return g.id == id || g.uuid == id; });
-      p.gpu_devices.push_back(d == node.gpu_devices.end() ? topo::GpuIdentity{} : *d);
-    }
+    p.gpu_devices = topo::identities_of(p.gpu_ids, node.gpu_devices);
     p.memory_mb = memory_per_node_mb();
     out.push_back(std::move(p));
   }

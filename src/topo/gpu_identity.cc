@@ -161,6 +161,18 @@ Result<KfdIdentity> parse_kfd_identity(std::string_view text) {
   return out;
 }
 
+std::vector<GpuIdentity> identities_of(const std::vector<std::string>& ids,
+                                       const std::vector<GpuIdentity>& devices) {
+  std::vector<GpuIdentity> out;
+  for (const std::string& id : ids) {
+    auto d = std::find_if(devices.begin(), devices.end(), [&](const GpuIdentity& g) {
+      return g.id == id || (!g.uuid.empty() && g.uuid == id);
+    });
+    out.push_back(d == devices.end() ? GpuIdentity{} : *d);
+  }
+  return out;
+}
+
 Result<std::vector<GpuIdentity>> read_gpu_identities(const std::string& root, GpuVendor vendor) {
   switch (vendor) {
     case GpuVendor::kNvidia:

@@ -38,6 +38,12 @@ struct GpuIdentity {
 // naming it.
 Result<std::vector<GpuIdentity>> read_gpu_identities(const std::string& root, GpuVendor vendor);
 
+// The identity of each of `ids` (a visibility variable's ids: an index in the node's
+// numbering or a UUID) among `devices`, aligned with `ids`; an empty identity for an id
+// none of them is.
+std::vector<GpuIdentity> identities_of(const std::vector<std::string>& ids,
+                                       const std::vector<GpuIdentity>& devices);
+
 // What /proc/driver/nvidia/gpus/<bus>/information says: "Key: \t value" lines, of
 // which Model, GPU UUID and Bus Location are taken (absent: empty). Fails on a line
 // without ':' or a value with a control character, naming the line.

@@ -124,6 +124,21 @@ TEST(GpuIdentity, AMalformedKfdNumberIsNamed) {
       << bad.error().message();
 }
 
+TEST(GpuIdentity, IdsAreFoundByIndexOrUuid) {
+  std::vector<GpuIdentity> devices(2);
+  devices[0].id = "0";
+  devices[0].uuid = "GPU-a";
+  devices[1].id = "1";
+  devices[1].model = "B";
+  auto got = identities_of({"1", "GPU-a", "7"}, devices);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].model, "B");
+  EXPECT_EQ(got[1].id, "0");
+  EXPECT_TRUE(got[2].id.empty());  // no such device: an empty identity, still aligned
+  // A device without a UUID is not found by an empty id.
+  EXPECT_TRUE(identities_of({""}, devices)[0].id.empty());
+}
+
 TEST(GpuIdentity, IntelAndNoneHaveNoIdentities) {
   FakeTree t;
   auto intel = read_gpu_identities(t.root(), GpuVendor::kIntel);
