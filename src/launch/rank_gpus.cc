@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "topo/gpus.h"
+
 namespace berth::launch {
 
 Result<std::vector<std::vector<std::string>>> assign_rank_gpus(
@@ -61,6 +63,7 @@ std::vector<std::pair<std::string, std::string>> gpu_env(const std::string& vari
   std::string list;
   for (const std::string& id : ids) list += (list.empty() ? "" : ",") + id;
   out.emplace_back(variable, list);
+  if (auto h = topo::gpu_hierarchy_env(variable, ids)) out.push_back(std::move(*h));
   if (variable == "CUDA_VISIBLE_DEVICES" && !around.has("CUDA_VISIBLE_DEVICES") &&
       !around.has("CUDA_DEVICE_ORDER")) {
     out.emplace_back("CUDA_DEVICE_ORDER", "PCI_BUS_ID");

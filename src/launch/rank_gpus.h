@@ -33,7 +33,8 @@ Result<std::vector<std::vector<std::string>>> assign_rank_gpus(
 // empty), over an environment `around` it: the variable, and with CUDA's, when nothing
 // around it numbered the devices (no CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER set),
 // CUDA_DEVICE_ORDER=PCI_BUS_ID — berth numbers GPUs in bus order, as the driver lists
-// them, and CUDA numbers them fastest first unless told.
+// them, and CUDA numbers them fastest first unless told; with Intel tile ids, the
+// hierarchy they are written in (topo::gpu_hierarchy_env).
 std::vector<std::pair<std::string, std::string>> gpu_env(const std::string& variable,
                                                          const std::vector<std::string>& ids,
                                                          const Env& around);

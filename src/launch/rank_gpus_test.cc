@@ -59,6 +59,11 @@ TEST(RankGpus, TheVariablesThatGiveDevices) {
   EXPECT_EQ(gpu_env("CUDA_VISIBLE_DEVICES", {"3"}, slurm),
             (Pairs{{"CUDA_VISIBLE_DEVICES", "3"}}));
   EXPECT_TRUE(gpu_env("", {"0"}, empty).empty());
+  // Intel tile ids are composite syntax, and say so: Level Zero's default (flat)
+  // hierarchy would read "1.0" otherwise. Whole cards need no statement.
+  EXPECT_EQ(gpu_env("ZE_AFFINITY_MASK", {"0.1", "1.0"}, empty),
+            (Pairs{{"ZE_AFFINITY_MASK", "0.1,1.0"}, {"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}}));
+  EXPECT_EQ(gpu_env("ZE_AFFINITY_MASK", {"2"}, empty), (Pairs{{"ZE_AFFINITY_MASK", "2"}}));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "topo/gpus.h"
 #include "util/idset.h"
 #include "util/strings.h"
 
@@ -319,6 +320,9 @@ Result<Rendered> render_pals(const topo::MachineDescription& m, const Launcher& 
                     fmt::format("machine '{}' names no GPU visibility variable", m.name));
       }
       r.argv.insert(r.argv.end(), {"--env", var + "=" + str::join(p->gpu_ids, ",")});
+      if (auto h = topo::gpu_hierarchy_env(var, p->gpu_ids)) {
+        r.argv.insert(r.argv.end(), {"--env", h->first + "=" + h->second});
+      }
     } else if (!var.empty()) {
       // None, explicitly: set rather than left inherited.
       r.argv.insert(r.argv.end(), {"--env", var + "="});
@@ -391,6 +395,7 @@ Result<Rendered> render_local(const topo::MachineDescription& m, const Launcher&
                             p->gpus));
   }
   r.env.emplace_back(var, str::join(p->gpu_ids, ","));
+  if (auto h = topo::gpu_hierarchy_env(var, p->gpu_ids)) r.env.push_back(std::move(*h));
   r.mechanism = Mechanism::kCpuBinding;
   return r;
 }

@@ -124,7 +124,7 @@ TEST(Render, Table) {
       {"pals, two hosts spread, tiles", "aurora", pals(),
        place({"h1", "h2"}, {{1, 2, 3, 4}, {1, 2, 3, 4}}, 2, {"0.0", "0.1"}), spec(4, 2),
        "mpiexec --label -n 4 --ppn 2 --hosts h1,h2 --depth 2 --cpu-bind list:1,2:3,4 --env "
-       "ZE_AFFINITY_MASK=0.0,0.1 ./a.out x"},
+       "ZE_AFFINITY_MASK=0.0,0.1 --env ZE_FLAT_DEVICE_HIERARCHY=COMPOSITE ./a.out x"},
       {"pals, different cores refused", "aurora", pals(),
        place({"h1", "h2"}, {{1, 2}, {3, 4}}), spec(2), "ERROR: one node's core list"},
       {"pals, GPUs without ids refused", "aurora", pals(), place({"h1"}, {{1}}, 1), spec(1),

@@ -35,6 +35,8 @@ TEST(Describe, AnAuroraNodeWithItsMachineDescription) {
   auto reader = make_cpu_reader(t.root(), idset::parse_ids("1-51,53-103,105-155,157-207").value());
   Env env;
   env.set("ZE_AFFINITY_MASK", "0,1");
+  // Cards, not tiles: in Level Zero's default (flat) hierarchy "0,1" would be two tiles.
+  env.set("ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE");
   auto n = describe(*reader, env, DescribeOptions{t.root(), aurora->configured_cores()});
   ASSERT_TRUE(n.ok()) << n.error().message();
   EXPECT_EQ(idset::encode_ids(n->usable_core_ids), "1-51,53-103");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "topo/tree.h"
 #include "util/idset.h"
@@ -11,6 +12,11 @@
 
 namespace berth::topo {
 namespace {
+
+bool printable(std::string_view v) {
+  return std::none_of(v.begin(), v.end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
 
 // Where a PCI device sits: its NUMA node and the cores next to it, from sysfs.
 Result<void> read_locality(const std::string& root, GpuIdentity& g) {
@@ -81,9 +87,42 @@ Result<std::vector<GpuIdentity>> amd(const std::string& root) {
   return out;
 }
 
-bool printable(std::string_view v) {
-  return std::none_of(v.begin(), v.end(),
-                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+// An Intel card's PCI address: the name its sysfs `device` link points at
+// ("../../../0000:8a:00.0"), else PCI_SLOT_NAME in the device's uevent.
+Result<std::string> intel_bus(const std::string& root, const std::string& card_dir) {
+  std::error_code ec;
+  auto target = std::filesystem::read_symlink(tree::under(root, card_dir + "/device"), ec);
+  if (!ec && !target.filename().empty()) return str::to_lower(target.filename().string());
+  BERTH_TRY(auto uevent, tree::read_optional(tree::under(root, card_dir + "/device/uevent"), 65536));
+  const std::string text = uevent.value_or("");
+  for (std::string_view line : str::split(text, '\n')) {
+    constexpr std::string_view kSlot = "PCI_SLOT_NAME=";
+    if (line.substr(0, kSlot.size()) == kSlot) {
+      return str::to_lower(str::trim(line.substr(kSlot.size())));
+    }
+  }
+  return std::string();
+}
+
+Result<std::vector<GpuIdentity>> intel(const std::string& root) {
+  BERTH_TRY(std::vector<IntelCard> cards, intel_cards(root));
+  std::vector<GpuIdentity> out;
+  for (size_t d = 0; d < cards.size(); ++d) {
+    GpuIdentity card;
+    BERTH_TRY(card.bus, intel_bus(root, cards[d].dir));
+    // sysfs names no model: the PCI device id stands for it.
+    BERTH_TRY(auto device, tree::read_optional(tree::under(root, cards[d].dir + "/device/device"), 64));
+    if (device && printable(str::trim(*device)) && !str::trim(*device).empty()) {
+      card.model = fmt::format("Intel GPU {}", str::to_lower(str::trim(*device)));
+    }
+    BERTH_CHECK(read_locality(root, card));
+    for (size_t t = 0; t < cards[d].tiles; ++t) {
+      GpuIdentity g = card;
+      g.id = cards[d].tiles == 1 ? std::to_string(d) : fmt::format("{}.{}", d, t);
+      out.push_back(std::move(g));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -180,6 +219,7 @@ Result<std::vector<GpuIdentity>> read_gpu_identities(const std::string& root, Gp
     case GpuVendor::kAmd:
       return amd(root);
     case GpuVendor::kIntel:
+      return intel(root);
     case GpuVendor::kNone:
       break;
   }

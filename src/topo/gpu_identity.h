@@ -9,6 +9,8 @@
 //     /proc/driver/nvidia/version;
 //   - AMD: each kfd topology node with SIMD units (location_id and domain give its bus
 //     address, unique_id its UUID as ROCR_VISIBLE_DEVICES takes it);
+//   - Intel: each tile of each Intel drm card (intel_cards), named by its card's PCI
+//     address (the sysfs `device` link) and PCI device id — sysfs names no model;
 //   - every vendor: /sys/bus/pci/devices/<bus>/numa_node and local_cpulist.
 // A file that is not there leaves its field empty: the GPU is still counted.
 #pragma once
@@ -33,9 +35,8 @@ struct GpuIdentity {
   std::vector<int> local_cores;  // CPU ids next to it; empty: not known
 };
 
-// The identities of the node's `count` GPUs of `vendor`, in its numbering; empty for
-// a vendor whose files name none (Intel's tiles: not read). Fails on a malformed file,
-// naming it.
+// The identities of the node's GPUs of `vendor`, in its numbering. Fails on a
+// malformed file, naming it.
 Result<std::vector<GpuIdentity>> read_gpu_identities(const std::string& root, GpuVendor vendor);
 
 // The identity of each of `ids` (a visibility variable's ids: an index in the node's

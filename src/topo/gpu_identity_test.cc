@@ -1,11 +1,14 @@
 // Which GPU is which (gpu_identity.h), on driver trees laid out as the drivers lay
 // them out: the real H100 node's information file, a two-socket NVIDIA node whose first
-// GPU sits on the second socket, and an AMD node's kfd topology.
+// GPU sits on the second socket, an AMD node's kfd topology and Intel's tiled cards.
 #include "topo/gpu_identity.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "topo/fake_tree_for_test.h"
+#include "util/strings.h"
 
 namespace berth::topo {
 namespace {
@@ -139,8 +142,69 @@ TEST(GpuIdentity, IdsAreFoundByIndexOrUuid) {
   EXPECT_TRUE(identities_of({""}, devices)[0].id.empty());
 }
 
-TEST(GpuIdentity, IntelAndNoneHaveNoIdentities) {
+// Two Intel cards as the kernel lays them out: /sys/class/drm/card<N>/device links to
+// the PCI device's directory, which holds vendor, device and the locality files; the
+// first (i915) has two gt tiles, the second (xe) two device tiles. A connector
+// (card0-DP-1) and a virtual display card (no Intel vendor) are not GPUs.
+TEST(GpuIdentity, IntelTilesAreNamedByTheirCard) {
   FakeTree t;
+  const char* buses[] = {"0000:18:00.0", "0000:9a:00.0"};
+  for (int c = 0; c < 2; ++c) {
+    const std::string pci = std::string("/sys/devices/pci0000:00/") + buses[c];
+    t.write(pci + "/vendor", "0x8086\n");
+    t.write(pci + "/device", "0x0BD5\n");
+    t.write(pci + "/numa_node", c == 0 ? "0\n" : "1\n");
+    t.write(pci + "/local_cpulist", c == 0 ? "0-51\n" : "52-103\n");
+    t.write(std::string("/sys/bus/pci/devices/") + buses[c] + "/numa_node", c == 0 ? "0\n" : "1\n");
+    t.write(std::string("/sys/bus/pci/devices/") + buses[c] + "/local_cpulist",
+            c == 0 ? "0-51\n" : "52-103\n");
+    // card0 is a virtual display; the Intel cards are card1 and card2.
+    const std::string card = "/sys/class/drm/card" + std::to_string(c + 1);
+    t.mkdir(card);
+    std::filesystem::create_symlink(t.root() + pci, t.root() + card + "/device");
+  }
+  t.mkdir("/sys/class/drm/card1/gt/gt0");
+  t.mkdir("/sys/class/drm/card1/gt/gt1");
+  t.mkdir("/sys/devices/pci0000:00/0000:9a:00.0/tile0");
+  t.mkdir("/sys/devices/pci0000:00/0000:9a:00.0/tile1");
+  t.write("/sys/class/drm/card0/device/vendor", "0x1af4\n");
+  t.mkdir("/sys/class/drm/card1-DP-1");
+
+  auto gpus = read_gpus(t.root(), Env());
+  ASSERT_TRUE(gpus.ok()) << gpus.error().message();
+  EXPECT_EQ(str::join(gpus->ids, ","), "0.0,0.1,1.0,1.1");
+  auto ids = read_gpu_identities(t.root(), GpuVendor::kIntel);
+  ASSERT_TRUE(ids.ok()) << ids.error().message();
+  ASSERT_EQ(ids->size(), 4u);
+  EXPECT_EQ((*ids)[1].id, "0.1");
+  EXPECT_EQ((*ids)[1].bus, "0000:18:00.0");
+  EXPECT_EQ((*ids)[1].model, "Intel GPU 0x0bd5");
+  EXPECT_EQ((*ids)[1].numa_node, 0);
+  EXPECT_EQ((*ids)[2].id, "1.0");
+  EXPECT_EQ((*ids)[2].bus, "0000:9a:00.0");
+  EXPECT_EQ((*ids)[3].numa_node, 1);
+  EXPECT_EQ((*ids)[3].local_cores.front(), 52);
+  EXPECT_TRUE((*ids)[3].uuid.empty());  // sysfs gives Intel GPUs none
+}
+
+// Without the `device` link (a tree copied without links), the uevent names the slot.
+TEST(GpuIdentity, IntelBusFromTheUevent) {
+  FakeTree t;
+  t.write("/sys/class/drm/card0/device/vendor", "0x8086\n");
+  t.write("/sys/class/drm/card0/device/uevent", "DRIVER=xe\nPCI_SLOT_NAME=0000:3A:00.0\n");
+  auto ids = read_gpu_identities(t.root(), GpuVendor::kIntel);
+  ASSERT_TRUE(ids.ok()) << ids.error().message();
+  ASSERT_EQ(ids->size(), 1u);
+  EXPECT_EQ((*ids)[0].id, "0");
+  EXPECT_EQ((*ids)[0].bus, "0000:3a:00.0");
+  EXPECT_TRUE((*ids)[0].model.empty());
+}
+
+TEST(GpuIdentity, NoneHasNoIdentities) {
+  FakeTree t;
+  auto none = read_gpu_identities(t.root(), GpuVendor::kNone);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
   auto intel = read_gpu_identities(t.root(), GpuVendor::kIntel);
   ASSERT_TRUE(intel.ok());
   EXPECT_TRUE(intel->empty());

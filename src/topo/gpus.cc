@@ -53,7 +53,7 @@ Result<std::vector<uint64_t>> numbered_entries(const std::string& root, std::str
   return out;
 }
 
-Result<NodeGpus> too_many(const std::string& root, std::string_view where) {
+Failure too_many(const std::string& root, std::string_view where) {
   return fail(Errc::kInvalidInput,
               fmt::format("{}: more than {} GPUs", tree::shown(root, where), kMaxNodeGpus));
 }
@@ -109,6 +109,22 @@ Result<std::vector<KfdGpu>> kfd_gpus(const std::string& root) {
   return out;
 }
 
+Result<std::vector<IntelCard>> intel_cards(const std::string& root) {
+  BERTH_TRY(auto cards, numbered_entries(root, "/sys/class/drm", "card"));
+  std::vector<IntelCard> out;
+  for (uint64_t c : cards) {
+    std::string dir = fmt::format("/sys/class/drm/card{}", c);
+    BERTH_TRY(auto vendor, read_vendor(root, dir + "/device/vendor"));
+    if (!vendor || *vendor != "0x8086") continue;
+    BERTH_TRY(auto gts, numbered_entries(root, dir + "/gt", "gt"));
+    BERTH_TRY(auto xe_tiles, numbered_entries(root, dir + "/device", "tile"));
+    size_t n = std::max<size_t>({1, gts.size(), xe_tiles.size()});
+    if (n > kMaxNodeGpus) return too_many(root, dir);
+    out.push_back({std::move(dir), n});
+  }
+  return out;
+}
+
 namespace {
 
 Result<NodeGpus> amd(const std::string& root) {
@@ -146,24 +162,13 @@ Result<NodeGpus> amd(const std::string& root) {
 Result<NodeGpus> intel(const std::string& root) {
   NodeGpus g;
   g.vendor = GpuVendor::kIntel;
-  BERTH_TRY(auto cards, numbered_entries(root, "/sys/class/drm", "card"));
-  std::vector<size_t> tiles;  // per Intel card, in card order
-  for (uint64_t c : cards) {
-    std::string dir = fmt::format("/sys/class/drm/card{}", c);
-    BERTH_TRY(auto vendor, read_vendor(root, dir + "/device/vendor"));
-    if (!vendor || *vendor != "0x8086") continue;
-    BERTH_TRY(auto gts, numbered_entries(root, dir + "/gt", "gt"));
-    BERTH_TRY(auto xe_tiles, numbered_entries(root, dir + "/device", "tile"));
-    size_t n = std::max<size_t>({1, gts.size(), xe_tiles.size()});
-    if (n > kMaxNodeGpus) return too_many(root, dir);
-    tiles.push_back(n);
-  }
-  if (tiles.size() > kMaxNodeGpus) return too_many(root, "/sys/class/drm");
-  for (size_t d = 0; d < tiles.size(); ++d) {
-    if (tiles[d] == 1) {
+  BERTH_TRY(std::vector<IntelCard> cards, intel_cards(root));
+  if (cards.size() > kMaxNodeGpus) return too_many(root, "/sys/class/drm");
+  for (size_t d = 0; d < cards.size(); ++d) {
+    if (cards[d].tiles == 1) {
       g.ids.push_back(std::to_string(d));
     } else {
-      for (size_t t = 0; t < tiles[d]; ++t) g.ids.push_back(fmt::format("{}.{}", d, t));
+      for (size_t t = 0; t < cards[d].tiles; ++t) g.ids.push_back(fmt::format("{}.{}", d, t));
     }
     if (g.ids.size() > kMaxNodeGpus) return too_many(root, "/sys/class/drm");
   }
@@ -177,6 +182,22 @@ bool all_digits(std::string_view s) {
 
 bool id_char(char c) {
   return str::is_alnum(c) || c == '-' || c == '_' || c == '.' || c == ':' || c == '/';
+}
+
+// Whether Level Zero reads ZE_AFFINITY_MASK in its flat hierarchy (each tile a device,
+// numbered across the node) rather than the composite one (a number is a card, "c.t"
+// its tile): ZE_FLAT_DEVICE_HIERARCHY says, FLAT (its default) when unset.
+Result<bool> flat_hierarchy(const Env& env, std::vector<std::string>* notes) {
+  BERTH_TRY(auto v, env.get_bounded(kZeHierarchy));
+  if (!v) return true;
+  std::string h = str::to_lower(str::trim(*v));
+  if (h == "composite") return false;
+  if (h != "flat" && h != "combined") {
+    notes->push_back(fmt::format("{}='{}' is not a hierarchy Level Zero knows; read as FLAT, "
+                                 "its default",
+                                 kZeHierarchy, str::printable(*v, 40)));
+  }
+  return true;
 }
 
 // Applies the environment's visibility variables to `out`, whose ids start as what
@@ -241,9 +262,22 @@ Result<void> apply_env(const Env& env, const NodeGpus& node, Gpus& out) {
         return Ok{};
       }
       BERTH_TRY(auto mask, parse_visible_devices(*v, "ZE_AFFINITY_MASK", &out.diagnostics));
+      BERTH_TRY(bool flat, flat_hierarchy(env, &out.diagnostics));
       out.ids.clear();
       for (const std::string& m : mask) {
-        // A whole card ("1") on a node of tiles is every tile of it.
+        // In the flat hierarchy (Level Zero's default) a number is the m-th tile of
+        // the node; in the composite one it is a whole card, every tile of it.
+        auto flat_index = str::parse_uint(m, kMaxIds);
+        if (flat && flat_index.ok()) {
+          if (*flat_index < node.ids.size()) {
+            out.ids.push_back(node.ids[*flat_index]);
+          } else {
+            out.diagnostics.push_back(fmt::format(
+                "ZE_AFFINITY_MASK names flat device {}, but the node shows {}; left out", m,
+                node.ids.size()));
+          }
+          continue;
+        }
         std::vector<std::string> tiles;
         for (const std::string& id : node.ids) {
           if (id.size() > m.size() && id.compare(0, m.size(), m) == 0 && id[m.size()] == '.') {
@@ -301,6 +335,15 @@ const char* gpu_visibility_variable(GpuVendor vendor) {
       return "ZE_AFFINITY_MASK";
   }
   return "";
+}
+
+std::optional<std::pair<std::string, std::string>> gpu_hierarchy_env(
+    std::string_view variable, const std::vector<std::string>& ids) {
+  if (variable != gpu_visibility_variable(GpuVendor::kIntel)) return std::nullopt;
+  bool tiles = std::any_of(ids.begin(), ids.end(),
+                           [](const std::string& id) { return id.find('.') != std::string::npos; });
+  if (!tiles) return std::nullopt;
+  return std::make_pair(std::string(kZeHierarchy), std::string("COMPOSITE"));
 }
 
 Result<std::vector<std::string>> parse_visible_devices(std::string_view value,

@@ -19,8 +19,10 @@
 // are not global; verification must use the scheduler's own identifiers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/env.h"
@@ -33,6 +35,19 @@ enum class GpuVendor { kNone, kNvidia, kAmd, kIntel };
 const char* gpu_vendor_name(GpuVendor vendor);
 // The variable that selects that vendor's GPUs for a launch ("" for kNone).
 const char* gpu_visibility_variable(GpuVendor vendor);
+
+// Level Zero's device hierarchy variable: FLAT (its default: each tile a device,
+// numbered across the node), COMBINED (the same numbering) or COMPOSITE (a card a
+// device, "card.tile" its tiles). berth's Intel ids are written in the composite
+// syntax, so a launch given them is also given ZE_FLAT_DEVICE_HIERARCHY=COMPOSITE.
+inline constexpr const char* kZeHierarchy = "ZE_FLAT_DEVICE_HIERARCHY";
+
+// The hierarchy `ids` of `variable` are written in, as the variable to set beside
+// them: {ZE_FLAT_DEVICE_HIERARCHY, COMPOSITE} for Intel ids naming a tile ("0.1");
+// nullopt for every other case (a plain index means the same in both hierarchies
+// only on a node of one-tile cards, which is the only node that numbers so).
+std::optional<std::pair<std::string, std::string>> gpu_hierarchy_env(
+    std::string_view variable, const std::vector<std::string>& ids);
 
 struct Gpus {
   GpuVendor vendor = GpuVendor::kNone;
@@ -70,6 +85,17 @@ struct KfdGpu {
   std::string path, properties;
 };
 Result<std::vector<KfdGpu>> kfd_gpus(const std::string& root);
+
+// The node's Intel cards (sysfs drm cards whose vendor is Intel's), in card order:
+// each one's directory ("/sys/class/drm/card1", absolute as on the node) and how many
+// tiles it has (gt/gt<M> for i915, device/tile<M> for xe; at least 1). Their GPU ids
+// are "card.tile" ("0.1"), or "card" for a card of one tile, numbering the Intel
+// cards from 0 as Level Zero numbers its root devices.
+struct IntelCard {
+  std::string dir;
+  size_t tiles = 1;
+};
+Result<std::vector<IntelCard>> intel_cards(const std::string& root);
 
 // The simd_count of a kfd topology node's `properties` file ("key value" lines); 0
 // when absent. Fails on a malformed line or value.

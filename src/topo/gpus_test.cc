@@ -145,8 +145,19 @@ TEST(Gpus, VisibilityVariablesAreHonoured) {
   const EnvCase intel_cases[] = {
       {"node", {}, "0.0,0.1,1.0,1.1,2.0,2.1,3.0,3.1,4.0,4.1,5.0,5.1", "/sys/class/drm/card*", 0},
       {"tiles", {{"ZE_AFFINITY_MASK", "0.0,3.1"}}, "0.0,3.1", "env ZE_AFFINITY_MASK", 0},
-      {"a whole card is its tiles",
-       {{"ZE_AFFINITY_MASK", "2"}},
+      // Level Zero's default hierarchy is flat: a number is a tile, counted across
+      // the node.
+      {"flat by default", {{"ZE_AFFINITY_MASK", "2,11"}}, "1.0,5.1", "env ZE_AFFINITY_MASK", 0},
+      {"flat, stated", {{"ZE_AFFINITY_MASK", "3"}, {"ZE_FLAT_DEVICE_HIERARCHY", "FLAT"}}, "1.1",
+       "env ZE_AFFINITY_MASK", 0},
+      {"flat, beyond the node", {{"ZE_AFFINITY_MASK", "1,12"}}, "0.1", "env ZE_AFFINITY_MASK", 1},
+      {"an unknown hierarchy is read as flat",
+       {{"ZE_AFFINITY_MASK", "1"}, {"ZE_FLAT_DEVICE_HIERARCHY", "tiles"}},
+       "0.1",
+       "env ZE_AFFINITY_MASK",
+       1},
+      {"composite: a whole card is its tiles",
+       {{"ZE_AFFINITY_MASK", "2"}, {"ZE_FLAT_DEVICE_HIERARCHY", "composite"}},
        "2.0,2.1",
        "env ZE_AFFINITY_MASK",
        0},
