@@ -65,7 +65,9 @@ Result<std::string> hash_file_bytes(const std::string& path) {
 using Shape = std::tuple<int, int, int, int>;  // tasks, cpus per task, gpus, nodes (-1: any)
 
 Shape shape_of(const Step& s) {
-  return {s.tasks, std::max(1, s.cores / std::max(1, s.tasks)), s.gpus, s.nodes.value_or(-1)};
+  // A share of a GPU needs a device to fit, as one whole GPU does.
+  return {s.tasks, std::max(1, s.cores / std::max(1, s.tasks)), s.gpu_share > 0 ? 1 : s.gpus,
+          s.nodes.value_or(-1)};
 }
 
 std::string short_hash(std::string_view text) { return sha256_hex(text).substr(0, 16); }

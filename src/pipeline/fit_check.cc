@@ -14,20 +14,22 @@ place::Request request_of(const Step& s) {
   r.tasks = s.tasks;
   r.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
   r.gpus = s.gpus;
+  r.gpu_share = s.gpu_share;
   r.nodes = s.nodes;
   return r;
 }
 
 std::vector<NeverFits> never_fitting(const Graph& g, const std::vector<place::PoolNode>& nodes) {
   // One grant per distinct request: a 10,000-step fan-out has one shape.
-  using Shape = std::tuple<int, int, int, int>;  // tasks, cpus per task, gpus, nodes
+  // tasks, cpus per task, gpus, share of one, nodes
+  using Shape = std::tuple<int, int, int, int, int>;
   std::map<Shape, std::optional<std::string>> why;
   std::vector<NeverFits> out;
   for (size_t i = 0; i < g.steps.size(); ++i) {
     const Step& s = g.steps[i];
     if (s.from_record) continue;
     place::Request r = request_of(s);
-    Shape shape{r.tasks, r.cpus_per_task, r.gpus, r.nodes.value_or(-1)};
+    Shape shape{r.tasks, r.cpus_per_task, r.gpus, r.gpu_share, r.nodes.value_or(-1)};
     auto it = why.find(shape);
     if (it == why.end()) {
       place::Pool empty(nodes);

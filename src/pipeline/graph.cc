@@ -10,6 +10,7 @@
 #include "pipeline/dir_output.h"
 #include "pipeline/fan_in.h"
 #include "pipeline/graph_order.h"
+#include "place/pool.h"
 #include "util/flat_index.h"
 #include "util/strings.h"
 #include "util/suggest.h"
@@ -204,6 +205,7 @@ Result<CompiledStep> compile_step(const PipelineFile& pf, StepSpec& s) {
   full.outputs = &output_names;
   full.cores = s.cores;
   full.gpus = s.gpus;
+  if (s.gpu_share > 0) full.gpu_share = place::gpu_share_text(s.gpu_share);
   full.tasks = s.tasks;
   full.nodes = s.nodes;
   if (s.run) {
@@ -254,6 +256,7 @@ Result<Step> expand_one(const PipelineFile& pf, const StepSpec& s, const Compile
   st.combination = static_cast<uint32_t>(combination);
   st.cores = s.cores;
   st.gpus = s.gpus;
+  st.gpu_share = s.gpu_share;
   st.tasks = s.tasks;
   st.nodes = s.nodes;
   st.memory_cap_mb = s.memory_cap_mb;

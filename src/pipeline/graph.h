@@ -110,6 +110,7 @@ struct Step {
   // (The small fields together: a graph holds 10^6 steps.)
   int cores = 1;
   int gpus = 0;
+  int gpu_share = 0;  // thousandths of one device, for `gpus = 0.5`; gpus is 0 then
   int tasks = 1;
   wireup::Mode mpi = wireup::Mode::kAuto;
   int retries = 0;  // neither this nor timeout enters the key

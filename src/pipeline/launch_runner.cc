@@ -19,6 +19,7 @@
 #include "pipeline/dir_output.h"
 #include "pipeline/leftovers.h"
 #include "pipeline/worker.h"
+#include "place/pool.h"
 #include "place/render.h"
 #include "store/tree.h"
 #include "util/files.h"
@@ -417,6 +418,8 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   prov["host"] = r.node;
   prov["cores"] = r.cores;
   prov["gpus"] = p.gpus;
+  // A share of one device is a device it did not have to itself.
+  if (s.gpu_share > 0) prov["gpu_share"] = place::gpu_share_text(s.gpu_share);
   // Which GPUs it ran on, as their driver names them (spec 04 §8).
   if (!p.gpu_ids.empty()) {
     json devices = json::array();

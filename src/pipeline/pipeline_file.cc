@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <thread>
 
@@ -118,6 +119,35 @@ const std::vector<std::string_view> kDefaultKeys = {
     "cores", "gpus", "tasks", "nodes", "memory_cap_mb",
     "mpi",   "retries", "timeout", "tools", "env"};
 
+// `gpus`: a whole count, or a share of one device (0.5), kept in thousandths.
+Result<void> read_gpus(TomlFields& f, StepSpec& s) {
+  const toml::node* n = f.node("gpus");
+  if (!n) return Ok{};
+  if (n->is_integer()) {
+    int64_t v = n->as_integer()->get();
+    if (v < 0 || v > kMaxGpus) {
+      return f.error(n, "gpus", fmt::format("{} is out of range [0, {}]", v, kMaxGpus));
+    }
+    s.gpus = static_cast<int>(v);
+    return Ok{};
+  }
+  if (!n->is_floating_point()) return f.wrong_type("gpus", "a GPU count or a share of one", *n);
+  const double v = n->as_floating_point()->get();
+  const double thousandths = v * 1000;
+  if (!(v > 0 && v < 1)) {
+    return f.error(n, "gpus",
+                   fmt::format("{} is neither a whole count nor a share of one device (between "
+                               "0 and 1, as 0.5); a share spans one device",
+                               v));
+  }
+  if (std::abs(thousandths - std::round(thousandths)) > 1e-6 || std::round(thousandths) < 1) {
+    return f.error(n, "gpus",
+                   fmt::format("{}: a share of a device is counted in thousandths (0.001)", v));
+  }
+  s.gpu_share = static_cast<int>(std::round(thousandths));
+  return Ok{};
+}
+
 // `text` with its {config.X} placeholders expanded, where nothing else may be named (a
 // canonicaliser's command, a tool's version argv); an error at `n` names `k`.
 Result<std::string> with_config(const TomlFields& f, const toml::node* n, std::string_view k,
@@ -220,12 +250,11 @@ Result<StepSpec> read_step(const toml::table& t0, size_t index, const PipelineFi
     }
   }
   BERTH_TRY(std::optional<int64_t> cores, f.integer("cores", 1, kMaxCores));
-  BERTH_TRY(std::optional<int64_t> gpus, f.integer("gpus", 0, kMaxGpus));
+  BERTH_CHECK(read_gpus(f, s));
   BERTH_TRY(std::optional<int64_t> tasks, f.integer("tasks", 1, kMaxTasks));
   BERTH_TRY(std::optional<int64_t> nodes, f.integer("nodes", 1, kMaxNodes));
   BERTH_TRY(s.memory_cap_mb, f.integer("memory_cap_mb", 1, kMaxMemoryCapMb));
   if (cores) s.cores = static_cast<int>(*cores);
-  if (gpus) s.gpus = static_cast<int>(*gpus);
   if (tasks) s.tasks = static_cast<int>(*tasks);
   if (nodes) s.nodes = static_cast<int>(*nodes);
   BERTH_TRY(std::optional<std::string> mpi, f.string("mpi"));

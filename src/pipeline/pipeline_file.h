@@ -104,6 +104,8 @@ struct StepSpec {
   std::vector<std::string> tools;  // each names a [tools.X]; distinct
   int cores = 1;
   int gpus = 0;
+  // `gpus = 0.5`: a share of one device, in thousandths (spec 04 §2.3); gpus is 0.
+  int gpu_share = 0;
   int tasks = 1;
   std::optional<int> nodes;              // absent: the fewest that fit
   std::optional<int64_t> memory_cap_mb;  // per node

@@ -185,6 +185,17 @@ TEST(PipelineFile, AnOutputEndingInASlashIsADirectory) {
   EXPECT_EQ(s.directories, (std::set<std::string>{"plots", "raw"}));
 }
 
+TEST(PipelineFile, AFractionOfAGpuIsAShareOfOneDevice) {
+  for (auto [text, share] : {std::pair{"0.5", 500}, {"0.25", 250}, {"0.001", 1}, {"0.999", 999},
+                             {"0.1", 100}}) {
+    auto r = parse_pipeline(std::string("[[step]]\nname = 's'\nrun = 'x'\ngpus = ") + text + "\n",
+                            "p.toml");
+    ASSERT_TRUE(r.ok()) << text << ": " << r.error().message();
+    EXPECT_EQ(r->steps[0].gpu_share, share) << text;
+    EXPECT_EQ(r->steps[0].gpus, 0) << text;
+  }
+}
+
 TEST(PipelineFile, ParsesEveryOptionalKey) {
   auto r = parse_pipeline(R"(
 [[step]]
@@ -289,6 +300,13 @@ TEST(PipelineFile, RejectsBadFilesNamingFileStepAndKey) {
       {"[[step]]\nname = 's'\nrun = 'x'\ncores = 0\n", "cores: 0 is out of range [1, 65536]"},
       {"[[step]]\nname = 's'\nrun = 'x'\ncores = '2'\n", "cores: must be an integer, not a string"},
       {"[[step]]\nname = 's'\nrun = 'x'\ngpus = -1\n", "gpus: -1 is out of range"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ngpus = 1.5\n", "a share spans one device"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ngpus = 1.0\n", "a share spans one device"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ngpus = -0.5\n", "a share spans one device"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ngpus = 0.0005\n", "counted in thousandths"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ngpus = nan\n", "a share spans one device"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ngpus = '1'\n",
+       "gpus: must be a GPU count or a share of one, not a string"},
       {"[[step]]\nname = 's'\nrun = 'x'\ntasks = 0\n", "tasks: 0 is out of range"},
       {"[[step]]\nname = 's'\nrun = 'x'\nnodes = 0\n", "nodes: 0 is out of range"},
       {"[[step]]\nname = 's'\nrun = 'x'\nmemory_cap_mb = 0\n", "memory_cap_mb: 0 is out of range"},

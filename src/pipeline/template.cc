@@ -206,6 +206,10 @@ Result<Template> Template::compile(std::string_view text, const std::vector<std:
       }
       return names_nothing(name, keys, scope);
     }
+    if (name == "gpus" && scope.gpu_share) {
+      literal(*scope.gpu_share);
+      continue;
+    }
     const std::optional<int>* resource = nullptr;
     if (name == "cores") resource = &scope.cores;
     if (name == "gpus") resource = &scope.gpus;

@@ -67,6 +67,8 @@ struct Scope {
   std::optional<int> cores, gpus, tasks, nodes;                  // {cores} ...
   // When set, each config value a template uses is added (a step's basis names them).
   std::set<std::string>* used_config = nullptr;
+  // {gpus} of a step given a share of one device ("0.5"): the share as written.
+  std::optional<std::string> gpu_share;
 };
 
 // Expands `text` against `scope`. Fails (kInvalidInput, message "placeholder {x} names

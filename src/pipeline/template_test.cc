@@ -49,7 +49,7 @@ TEST(Template, ExpandResolvesEveryKindOfPlaceholder) {
   std::map<std::string, std::string> b{{"sample", "a"}};
   std::map<std::string, Param> p{{"min", {Param::Type::kInteger, "2"}}};
   std::set<std::string> in{"text"}, out{"counts"};
-  Scope s{&b, &p, nullptr, nullptr, &in, &out, 4, 1, 2, std::nullopt, nullptr};
+  Scope s{&b, &p, nullptr, nullptr, &in, &out, 4, 1, 2, std::nullopt, nullptr, std::nullopt};
   auto r = expand_template("{sample}:{param.min} {cores}/{gpus}/{tasks} {in.text}>{out.counts}", s);
   ASSERT_TRUE(r.ok()) << r.error().message();
   Word want{{K::kText, "a:2 4/1/2 "}, {K::kInput, "text"}, {K::kText, ">"}, {K::kOutput, "counts"}};
@@ -60,7 +60,7 @@ TEST(Template, ExpandRejectsPlaceholdersThatNameNothing) {
   std::map<std::string, std::string> b{{"sample", "a"}};
   std::map<std::string, Param> p{{"min", {Param::Type::kInteger, "2"}}};
   std::set<std::string> in{"text"}, out{"counts"};
-  Scope s{&b, &p, nullptr, nullptr, &in, &out, 4, 0, 1, std::nullopt, nullptr};
+  Scope s{&b, &p, nullptr, nullptr, &in, &out, 4, 0, 1, std::nullopt, nullptr, std::nullopt};
   for (const char* t : {"{smaple}", "{param.max}", "{in.txt}", "{out.count}", "{nodes}", "{param.}",
                         "{in.}", "{ sample }", "{IN.text}"}) {
     auto r = expand_template(t, s);
@@ -86,7 +86,7 @@ TEST(Template, ExpandPlainRefusesPaths) {
 TEST(Template, CompiledOnceExpandsForEachCombination) {
   std::map<std::string, Param> p{{"min", {Param::Type::kInteger, "2"}}};
   std::set<std::string> in{"text"}, out{"counts"};
-  Scope s{nullptr, &p, nullptr, nullptr, &in, &out, 4, 1, 2, std::nullopt, nullptr};
+  Scope s{nullptr, &p, nullptr, nullptr, &in, &out, 4, 1, 2, std::nullopt, nullptr, std::nullopt};
   const std::vector<std::string> keys = {"a", "sample"};
   auto t = Template::compile("{sample}:{param.min}{{x}} {cores} {in.text}>{out.counts}.{a}{a}",
                              keys, s);

@@ -45,6 +45,19 @@ Result<void> check_request(const Request& r) {
   if (r.gpus < 0) {
     return fail(Errc::kInvalidInput, fmt::format("gpus: must not be negative, not {}", r.gpus));
   }
+  if (r.gpu_share < 0 || r.gpu_share >= kWholeGpu) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("gpu share: must be between 1 and {} thousandths of one device, not {}",
+                            kWholeGpu - 1, r.gpu_share));
+  }
+  if (r.gpu_share > 0 && r.gpus > 0) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("asks for {} whole GPUs and a share of one: one or the other", r.gpus));
+  }
+  if (r.gpu_share > 0 && r.nodes && *r.nodes > 1) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("a share of one GPU is on one node, not {}", *r.nodes));
+  }
   if (r.nodes && *r.nodes < 1) {
     return fail(Errc::kInvalidInput, fmt::format("nodes: must be at least 1, not {}", *r.nodes));
   }
@@ -313,6 +326,13 @@ void remove_from(std::vector<size_t>& v, const std::vector<size_t>& gone) {
 
 }  // namespace
 
+std::string gpu_share_text(int thousandths) {
+  std::string s = fmt::format("{}.{:03d}", thousandths / kWholeGpu, thousandths % kWholeGpu);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
 Pool::Pool(std::vector<PoolNode> nodes) : nodes_(std::move(nodes)) {
   // The constructor cannot fail, so it makes the node lists what the contract says
   // they are: a core id or GPU id listed twice would otherwise be granted twice.
@@ -333,6 +353,8 @@ Pool::Pool(std::vector<PoolNode> nodes) : nodes_(std::move(nodes)) {
     const PoolNode& node = nodes_[i];
     core_holder_.emplace_back(node.cores.size(), 0);
     gpu_holder_.emplace_back(node.gpu_ids.size(), 0);
+    gpu_shared_.emplace_back(node.gpu_ids.size(), 0);
+    gpu_sharers_.emplace_back(node.gpu_ids.size(), 0);
     Share share;
     share.node = i;
     for (size_t c = 0; c < node.cores.size(); ++c) share.cores.push_back(c);
@@ -377,10 +399,10 @@ void Pool::take_cores(const PoolNode& node, const std::vector<size_t>& free, siz
   std::sort(t.cores.begin(), t.cores.end());
   if (away > 0) {
     std::vector<int> ids(local.begin(), local.end());
-    t.note = fmt::format(
+    t.notes.push_back(fmt::format(
         "{} of its {} core(s) on {} are not next to its GPU(s) (whose cores are {}): "
         "the free cores next to them were too few",
-        away, n, node.name, idset::encode_ids(ids));
+        away, n, node.name, idset::encode_ids(ids)));
   }
 }
 
@@ -394,27 +416,44 @@ Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
     for (size_t c : s.cores) {
       if (core_holder_[s.node][c] == 0) o.cores.push_back(c);
     }
+    const std::vector<int>& shared = gpu_shared_[s.node];
     for (size_t g : s.gpus) {
-      if (gpu_holder_[s.node][g] == 0) o.gpus.push_back(g);
+      if (gpu_holder_[s.node][g] != 0) continue;
+      if (r.gpu_share == 0 ? shared[g] == 0 : shared[g] + r.gpu_share <= kWholeGpu) {
+        o.gpus.push_back(g);
+      }
     }
+    // A share goes where most is given out already, so that shares fill one device
+    // before they take another a whole-GPU grant could have had.
+    std::stable_sort(o.gpus.begin(), o.gpus.end(),
+                     [&](size_t a, size_t b) { return shared[a] > shared[b]; });
     const Share& account = memory_account(shares, i);
     if (account.memory_mb) o.memory_free = *account.memory_mb - account.memory_used;
     now.push_back(std::move(o));
   }
 
-  auto picks = choose(now, r);
+  // A share is placed as one whole GPU on one node would be, among the devices that
+  // have room for it.
+  Request whole = r;
+  if (r.gpu_share > 0) {
+    whole.gpus = 1;
+    whole.nodes = 1;
+  }
+  auto picks = choose(now, whole);
   if (!picks) {
     // Not now, or never: judged against the same scope with nothing held in it.
     std::vector<Offer> all;
     for (size_t i = 0; i < shares.size(); ++i) {
       all.push_back({shares[i].cores, shares[i].gpus, memory_account(shares, i).memory_mb});
     }
-    if (choose(all, r)) return std::optional<std::vector<Taken>>();
+    if (choose(all, whole)) return std::optional<std::vector<Taken>>();
     std::string where = reservation.empty()
                             ? (reservations_.empty() ? "the pool" : "the unreserved pool")
                             : fmt::format("reservation '{}'", str::printable(reservation));
     std::string in_where = reservation.empty() ? "" : " in " + where;
-    return fail(Errc::kRefused, why_never(all, r, where, in_where));
+    std::string why = why_never(all, whole, where, in_where);
+    if (r.gpu_share > 0) why = fmt::format("a share of one GPU: {}", why);
+    return fail(Errc::kRefused, why);
   }
 
   std::vector<Taken> taken;
@@ -423,6 +462,7 @@ Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
     const Offer& o = now[p.offer];
     Taken t;
     t.share = p.offer;
+    t.gpu_share = r.gpu_share;
     t.gpus.assign(o.gpus.begin(), o.gpus.begin() + static_cast<std::ptrdiff_t>(p.gpus));
     take_cores(nodes_[shares[p.offer].node], o.cores,
                static_cast<size_t>(p.tasks) * per_task, t);
@@ -433,9 +473,9 @@ Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
 }
 
 Placement Pool::placement_of(const std::vector<Share>& shares, const std::vector<Taken>& taken,
-                             int gpus) const {
+                             const Request& r) const {
   Placement p;
-  p.gpus = gpus;
+  p.gpus = r.gpu_share > 0 ? 1 : r.gpus;
   for (const Taken& t : taken) {
     const PoolNode& node = nodes_[shares[t.share].node];
     p.nodes.push_back(node.name);
@@ -449,7 +489,7 @@ Placement Pool::placement_of(const std::vector<Share>& shares, const std::vector
                                                           : topo::GpuIdentity{});
     }
     if (p.gpu_variable.empty()) p.gpu_variable = node.gpu_variable;
-    if (!t.note.empty()) p.notes.push_back(t.note);
+    p.notes.insert(p.notes.end(), t.notes.begin(), t.notes.end());
   }
   return p;
 }
@@ -473,16 +513,30 @@ Result<std::optional<Grant>> Pool::grant(const Request& r) {
 
   // Nothing has changed so far; from here on the grant cannot fail.
   const uint64_t id = next_id_++;
-  for (const Taken& t : *chosen) {
+  for (Taken& t : *chosen) {
     const size_t node = (*shares)[t.share].node;
     for (size_t c : t.cores) core_holder_[node][c] = id;
-    for (size_t g : t.gpus) gpu_holder_[node][g] = id;
+    for (size_t g : t.gpus) {
+      if (t.gpu_share == 0) {
+        gpu_holder_[node][g] = id;
+        continue;
+      }
+      const int others = gpu_sharers_[node][g];
+      t.notes.push_back(fmt::format(
+          "shares GPU {} on {}: it was given {} of it{}", nodes_[node].gpu_ids[g],
+          nodes_[node].name, gpu_share_text(t.gpu_share),
+          others == 0 ? ", the first share of it"
+                      : fmt::format(", beside {} other share(s) holding {}", others,
+                                    gpu_share_text(gpu_shared_[node][g]))));
+      gpu_shared_[node][g] += t.gpu_share;
+      ++gpu_sharers_[node][g];
+    }
     memory_account(*shares, t.share).memory_used += t.memory_mb;
   }
   if (from) ++from->grants;
   Grant g;
   g.id = id;
-  g.placement = placement_of(*shares, *chosen, r.gpus);
+  g.placement = placement_of(*shares, *chosen, r);
   g.memory_mb = r.memory_mb;
   held_.emplace(id, Held{r.reservation, std::move(*chosen)});
   return std::optional<Grant>(std::move(g));
@@ -504,7 +558,14 @@ void Pool::release(uint64_t grant_id) {
   for (const Taken& t : held.taken) {
     const size_t node = shares[t.share].node;
     for (size_t c : t.cores) core_holder_[node][c] = 0;
-    for (size_t g : t.gpus) gpu_holder_[node][g] = 0;
+    for (size_t g : t.gpus) {
+      if (t.gpu_share == 0) {
+        gpu_holder_[node][g] = 0;
+      } else {
+        gpu_shared_[node][g] -= t.gpu_share;
+        --gpu_sharers_[node][g];
+      }
+    }
     memory_account(shares, t.share).memory_used -= t.memory_mb;
   }
   if (from) --from->grants;
@@ -534,6 +595,11 @@ Result<Grant> Pool::reserve(const std::string& name, const Request& r) {
                             str::printable(name), str::printable(r.reservation)));
   }
   BERTH_CHECK(check_request(r));
+  if (r.gpu_share > 0) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("reservation '{}': reserves whole GPUs, not a share of one",
+                            str::printable(name)));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const std::string label = fmt::format("reservation '{}'", str::printable(name));
   if (reservations_.count(name) != 0) {
@@ -568,7 +634,7 @@ Result<Grant> Pool::reserve(const std::string& name, const Request& r) {
   }
   Grant g;
   g.id = 0;  // a reservation is not a grant: unreserve() it by name, release() ignores it
-  g.placement = placement_of(pool_, **chosen, r.gpus);
+  g.placement = placement_of(pool_, **chosen, r);
   g.memory_mb = r.memory_mb;
   reservations_.emplace(name, std::move(res));
   return g;

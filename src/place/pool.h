@@ -10,6 +10,10 @@
 // oversubscribed silently. A failed grant leaves the pool exactly as it was, and
 // releasing a grant twice (or one the pool never made) is harmless.
 //
+// A request may ask for a share of one GPU instead of whole ones: shares are packed
+// onto the device that has the most given out already and room left, and every grant
+// of a share says so in its notes, with how many others held shares of it then.
+//
 // Named reservations (spec 02 §4): reserve() withholds a placement from general
 // requests under a name; grants that name the reservation draw only from it, and
 // every other grant only from what is not reserved. unreserve() gives it back once
@@ -48,10 +52,19 @@ struct PoolNode {
   std::vector<topo::GpuIdentity> gpu_devices;
 };
 
+// One whole device, in the thousandths a share of one (Request::gpu_share) is counted in.
+inline constexpr int kWholeGpu = 1000;
+// A share as a number: "0.5" for 500 thousandths, "0.125", "1" for a whole one.
+std::string gpu_share_text(int thousandths);
+
 struct Request {
   int tasks = 1;
   int cpus_per_task = 1;
   int gpus = 0;                          // total for the launch
+  // A share of one device, in thousandths (1..999), that other shares may be given
+  // too (HyperQueue's and Ray's fractional GPUs): one device, on one node, never one
+  // a whole-GPU grant holds. gpus must be 0. 0: no share.
+  int gpu_share = 0;
   std::optional<int> nodes;              // exactly this many nodes; absent = fewest that fit
   std::optional<int64_t> memory_mb;      // per node; accounted against PoolNode::memory_mb
   std::string reservation;               // draw from this named reservation ("" = general)
@@ -126,7 +139,9 @@ class Pool {
     std::vector<size_t> cores;
     std::vector<size_t> gpus;
     int64_t memory_mb = 0;  // charged to the share's memory account; 0 = none
-    std::string note;       // cores taken away from its GPUs, said (Placement::notes)
+    int gpu_share = 0;      // thousandths of its one GPU; 0: its GPUs are whole
+    // Cores taken away from its GPUs, a shared GPU: said (Placement::notes).
+    std::vector<std::string> notes;
   };
   struct Held {
     std::string reservation;  // "" = the unreserved pool
@@ -145,13 +160,17 @@ class Pool {
   static void take_cores(const PoolNode& node, const std::vector<size_t>& free, size_t n,
                          Taken& t);
   Placement placement_of(const std::vector<Share>& shares, const std::vector<Taken>& taken,
-                         int gpus) const;
+                         const Request& r) const;
 
   std::vector<PoolNode> nodes_;  // as given, cores sorted; never changed after construction
   mutable std::mutex mu_;
   // Per node, per core (GPU) index: the grant holding it; 0 = not held.
   std::vector<std::vector<uint64_t>> core_holder_;
   std::vector<std::vector<uint64_t>> gpu_holder_;
+  // Per node, per GPU index: the thousandths given out as shares, and to how many
+  // grants. A device with either nonzero is not free for a whole-GPU grant.
+  std::vector<std::vector<int>> gpu_shared_;
+  std::vector<std::vector<int>> gpu_sharers_;
   std::vector<Share> pool_;  // the unreserved resources: one share per node, node i at i
   std::map<std::string, Reservation> reservations_;
   std::map<uint64_t, Held> held_;

@@ -10,7 +10,8 @@
 # with no nodes or cores named is granted from the pool or refused, never rendered
 # without its GPUs, and its shell output says on stderr what is not enforced; a grant's
 # cores are next to its GPU, or it says they are not. berth machine names each GPU by
-# the driver's files.
+# the driver's files. Steps asking for a share of a GPU (gpus = 0.5) are packed onto one
+# device and say so.
 . "$(dirname "$0")/common.sh"
 
 # The fake node: this machine's CPUs, four GPUs.
@@ -86,6 +87,33 @@ unset CUDA_VISIBLE_DEVICES
 expect_eq "scheduler's GPUs: exit 0" "$RC" 0
 expect_eq "scheduler's GPUs: each step one of them, no order added" \
   "$(cat results/g-*/o | sort | tr '\n' ' ')" "2 3 "
+# Shares of one GPU: steps asking for half a device at once are packed onto one, and
+# each says what it shares; {gpus} is the share as written.
+if ((ncpu >= 2)); then
+  mkdir -p "$T/s"
+  cd "$T/s"
+  cat >pipeline.toml <<X
+[[step]]
+name = "half-{i}"
+foreach = { i = [0, 1] }
+gpus = 0.5
+run = "echo \$CUDA_VISIBLE_DEVICES {gpus} > {out.o}; touch $T/half.{i}; for _ in \$(seq 300); do [ \$(ls $T/half.* | wc -l) = 2 ] && break; sleep 0.02; done"
+outputs = ["o"]
+X
+  run run pipeline.toml --sysfs-root "$R" --format json
+  expect_eq "gpus = 0.5: exit 0" "$RC" 0
+  expect_eq "gpus = 0.5: two halves at once, on one device" \
+    "$(cat results/half-*/o | sort | tr '\n' ' ')" "0 0.5 0 0.5 "
+  expect_contains "gpus = 0.5: the report says which shared" \
+    "$(json "[n for s in j['steps'] for n in s.get('notices', [])]")" \
+    "beside 1 other share(s) holding 0.5"
+  sed -i 's/gpus = 0.5/gpus = 1.5/' pipeline.toml
+  run run pipeline.toml --sysfs-root "$R"
+  expect_contains "gpus = 1.5: refused, at its line" "$RC:$ERR" "2:berth: pipeline.toml:4:"
+  expect_contains "gpus = 1.5: with the reason" "$ERR" "a share spans one device"
+  cd "$T/p"
+fi
+
 # A step of two tasks: each rank bound to a core of its own, with a GPU of its own.
 if ((ncpu >= 2)); then
   mkdir -p "$T/t"
