@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <utility>
 
 #include "util/shared_library.h"
+#include "util/strings.h"
 
 namespace berth::topo {
 namespace {
@@ -106,9 +106,8 @@ Failure failed(const Api& api, const char* function, nvmlReturn_t r) {
 
 // NVML's bus id ("00000000:3B:00.0": an 8-digit domain, upper case) as the driver's
 // files and sysfs write it ("0000:3b:00.0").
-std::string pci_address(std::string id) {
-  std::transform(id.begin(), id.end(), id.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+std::string pci_address(std::string_view bus_id) {
+  std::string id = str::to_lower(bus_id);
   if (id.size() > 9 && id[8] == ':' && id.compare(0, 4, "0000") == 0) id.erase(0, 4);
   return id;
 }
@@ -138,7 +137,7 @@ class LoadedNvml final : public Nvml {
         return failed(api_, "nvmlDeviceGetPciInfo_v3", r);
       }
       BERTH_TRY(auto bus, text(pci.busId, sizeof pci.busId, "nvmlDeviceGetPciInfo_v3"));
-      gpu.bus = pci_address(std::move(bus));
+      gpu.bus = pci_address(bus);
       BERTH_TRY(auto migs, migs_of(h));
       gpu.mig_on = migs.has_value();
       for (auto& [index, mig] : migs.value_or(std::vector<std::pair<int, nvmlDevice_t>>{})) {
