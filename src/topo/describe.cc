@@ -1,5 +1,7 @@
 #include "topo/describe.h"
 
+#include "topo/mig.h"
+
 namespace berth::topo {
 namespace {
 
@@ -32,6 +34,20 @@ Result<NodeResources> describe(const CpuReader& cpus, const Env& env,
   BERTH_TRY(n.gpus, read_gpus(options.root, env));
   append(n.diagnostics, n.gpus.diagnostics);
   BERTH_TRY(n.gpu_devices, read_gpu_identities(options.root, n.gpus.vendor));
+  if (n.gpus.vendor == GpuVendor::kNvidia) {
+    // NVML describes the node it runs on: a tree under another root is described by
+    // its files alone, unless a test names the NVML library to ask.
+    auto nvml = [&](std::string* why) -> std::shared_ptr<Nvml> {
+      if (is_real_root(options.root) || env.has("BERTH_NVML_LIBRARY")) return open_nvml(env, why);
+      *why = "the node's files are read under " + options.root;
+      return nullptr;
+    };
+    size_t before = n.gpus.diagnostics.size();
+    BERTH_CHECK(describe_mig(options.root, nvml, n.gpus, n.gpu_devices));
+    n.diagnostics.insert(n.diagnostics.end(),
+                         n.gpus.diagnostics.begin() + static_cast<std::ptrdiff_t>(before),
+                         n.gpus.diagnostics.end());
+  }
   BERTH_TRY(n.memory, read_memory(options.root, env));
   append(n.diagnostics, n.memory.diagnostics);
   return n;
