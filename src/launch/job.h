@@ -91,6 +91,9 @@ struct JobSpec {
   // override them.
   RankGpus gpus;
   wireup::Wireup* wireup = nullptr;
+  // Called on the supervising thread as each rank starts, with its pid, which is its
+  // process group's id (a GPU check watches the group).
+  std::function<void(pid_t)> on_started;
 };
 
 struct RankOutcome {

@@ -313,7 +313,15 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
     log.append(line);
   };
   sinks.err = sinks.out;
+  // Which GPUs its processes really held, where NVML can say (gpu_proof.h).
+  std::string unchecked;
+  auto proof = here ? gpu_proof_.begin(p, s.name, &unchecked) : nullptr;
+  if (!unchecked.empty()) r.notices.push_back(std::move(unchecked));
+  if (proof) job.on_started = [&proof](pid_t pgid) { proof->started(pgid); };
   auto outcome = launch::run_job(job, parent_, launch::Spawner::real(), sinks);
+  if (proof) {
+    for (std::string& n : proof->finish()) r.notices.push_back(std::move(n));
+  }
   // Its processes are gone: the cores and GPUs go back to the pool now, and the next
   // step starts while this one is hashed and published (that work is berth's own).
   end_now();

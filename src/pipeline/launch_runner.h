@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "pipeline/gpu_proof.h"
 #include "pipeline/graph.h"
 #include "pipeline/key.h"
 #include "pipeline/staging.h"
@@ -85,6 +86,7 @@ class LaunchStepRunner final : public StepRunner {
   std::vector<size_t> finished_;           // steps whose thread has returned
   std::atomic<bool> told_unprotected_{false};  // inputs could not be made read-only: said
   std::atomic<bool> told_remote_{false};       // ...nor on another node: said
+  GpuProof gpu_proof_{parent_};  // which GPUs each step used (gpu_proof.h)
 };
 
 }  // namespace berth::pipeline

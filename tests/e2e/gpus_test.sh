@@ -11,7 +11,8 @@
 # without its GPUs, and its shell output says on stderr what is not enforced; a grant's
 # cores are next to its GPU, or it says they are not. berth machine names each GPU by
 # the driver's files. Steps asking for a share of a GPU (gpus = 0.5) are packed onto one
-# device and say so.
+# device and say so. Where NVML is, a step's process found on a device it was not
+# given is reported on the step.
 . "$(dirname "$0")/common.sh"
 
 # The fake node: this machine's CPUs, four GPUs.
@@ -178,4 +179,51 @@ expect_contains "place --gpu-ids alone: says what to give" "$RC:$ERR" "2:berth: 
 run place -n 1 -c 1 --cores 0 --memory-cap 100 --sysfs-root "$R" -- ./app
 expect_contains "place, shell output: the note on stderr" "$RC:$ERR" \
   "0:berth: note: the memory cap of 100 MB is not rendered"
+# The proof: with NVML (the test NVML library, answering from a file the steps write
+# to as they open devices), a step's process found on a device it was not given is
+# reported on that step, and an honest one is not; a step given none is told so too.
+NVML_LIB=${BERTH_BUILD_DIR:-$(dirname "$BERTH")}/helpers/libberth-test-nvml.so
+if [ -f "$NVML_LIB" ]; then
+  mkdir -p "$T/proof"
+  cd "$T/proof"
+  uuid() { echo "GPU-0000000$1-1b4c-bb38-06e5-82991410576d"; }
+  {
+    echo "driver 580.159.04"
+    for i in 0 1 2 3; do echo "gpu $(uuid $i) 0000:0$((i + 1)):00.0 NVIDIA H100 80GB HBM3"; done
+    echo "processes-from $T/proof/held"
+  } >nvml
+  cat >pipeline.toml <<X
+[[step]]
+name = "honest"
+gpus = 1
+run = "echo \$\$ GPU-0000000\$CUDA_VISIBLE_DEVICES-1b4c-bb38-06e5-82991410576d >> $T/proof/held; sleep 1.5; echo > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "rogue"
+gpus = 1
+run = "echo \$\$ $(uuid 3) >> $T/proof/held; sleep 1.5; echo > {out.o}"
+outputs = ["o"]
+
+[[step]]
+name = "cpu"
+gpus = 0
+run = "echo \$\$ $(uuid 2) >> $T/proof/held; sleep 1.5; echo > {out.o}"
+outputs = ["o"]
+X
+  BERTH_NVML_LIBRARY=$NVML_LIB BERTH_TEST_NVML=$T/proof/nvml run run pipeline.toml --sysfs-root "$R" --format json
+  expect_eq "proof: exit 0" "$RC" 0
+  notes() { json "[n for s in j['steps'] if s['name']=='$1' for n in s.get('notices', [])]"; }
+  expect_eq "proof: an honest step, no finding" "$(notes honest)" "[]"
+  # rogue was given GPU 0 or 1 (honest has the other), never GPU 3: caught.
+  expect_contains "proof: the process on a device it was not given" "$(notes rogue)" \
+    "used $(uuid 3), which it was not given (given: GPU-0000000"
+  expect_contains "proof: a step given none" "$(notes cpu)" \
+    "used $(uuid 2), which it was not given (given: no GPU)"
+  # Without NVML the run says, once, that nothing was checked.
+  rm -rf .berth results
+  BERTH_NVML_LIBRARY=$T/proof/no-such-lib.so run run pipeline.toml --sysfs-root "$R" --format json
+  expect_contains "proof: no NVML, said once" \
+    "$(json "sum(1 for s in j['steps'] for n in s.get('notices', []) if 'not checked' in n)")" "1"
+fi
 finish

@@ -1,0 +1,58 @@
+// GpuProof: the check, while a run's steps run on this node, that each used only the
+// GPUs it was given (spec 02 §5). A visibility variable asks; NVML's list of the
+// processes holding each device says what happened. Each step's processes that held a
+// device outside its own — any device, for a step given none — become notices on its
+// report: the "everyone on GPU 0" case made visible rather than silently slow.
+//
+// Only NVIDIA GPUs, only where NVML loads (nvml.h), only steps whose devices are all
+// known by UUID; one GpuWatch per run, opened when the first such step starts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "launch/gpu_watch.h"
+#include "place/placement.h"
+#include "util/env.h"
+
+namespace berth::pipeline {
+
+class GpuProof {
+ public:
+  explicit GpuProof(const Env& env) : env_(env) {}
+
+  // One step's watch: started() with each of its process groups as they start, then
+  // finish() for what it found.
+  class Step {
+   public:
+    void started(pid_t pgid);
+    // Notices: one per process found on a device it was not given, and one when NVML
+    // could not be asked.
+    std::vector<std::string> finish();
+
+   private:
+    friend class GpuProof;
+    std::shared_ptr<launch::GpuWatch> watch_;
+    std::vector<std::string> allowed_;
+    std::string label_;
+    std::mutex mu_;
+    std::vector<launch::GpuWatch::Ticket> tickets_;
+  };
+
+  // The watch of a step placed `p` on this node, or null when it is not checked: not an
+  // NVIDIA node, a device not known by UUID, or no NVML (said once, as `*notice`, where
+  // NVML could not be loaded on a node with NVIDIA GPUs).
+  std::unique_ptr<Step> begin(const place::Placement& p, std::string label, std::string* notice);
+
+ private:
+  const Env& env_;
+  std::once_flag opened_;
+  std::shared_ptr<launch::GpuWatch> watch_;
+  std::string why_not_;
+};
+
+}  // namespace berth::pipeline
