@@ -7,16 +7,17 @@
 // --wdir and environment directives before its command. A `--` may end the options
 // before any app's command, as srun's and mpirun's do. Directives apply in the
 // order given, the job's before the app's.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-
-#include <fmt/format.h>
+#include <mutex>
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "launch/gpu_watch.h"
 #include "launch/job.h"
 #include "place/context.h"
 #include "place/placement.h"
@@ -24,11 +25,75 @@
 #include "topo/describe.h"
 #include "topo/gpu_identity.h"
 #include "topo/gpus.h"
+#include "topo/nvml.h"
 #include "util/idset.h"
 #include "util/strings.h"
 
 namespace berth::cli {
 namespace {
+
+// The GPU check of a launch's ranks (spec 02 §4): where NVML loads, each rank's process
+// group is watched while it runs, and a process found on a device outside the rank's
+// own is said on stderr. Only NVIDIA GPUs known by UUID; without NVML, a note.
+class RankGpuCheck {
+ public:
+  RankGpuCheck(launch::JobSpec& spec, const std::vector<topo::GpuIdentity>& devices) {
+    if (spec.gpus.per_rank <= 0 || spec.gpus.variable != "CUDA_VISIBLE_DEVICES") return;
+    auto bindings = launch::compute_bindings(spec);
+    if (!bindings.ok()) return;  // run_job refuses the job, and says why
+    auto per_rank = launch::assign_rank_gpus(spec.gpus, bindings->cpus);
+    if (!per_rank.ok()) return;
+    for (const auto& ids : *per_rank) {
+      std::vector<std::string> uuids;
+      for (const auto& d : topo::identities_of(ids, devices)) {
+        if (d.uuid.empty()) return;  // a device it cannot name: nothing could be judged
+        uuids.push_back(d.uuid);
+      }
+      allowed_.push_back(std::move(uuids));
+    }
+    std::string why;
+    auto nvml = topo::open_nvml(Env::from_process(), &why);
+    if (!nvml) {
+      std::fprintf(stderr,
+                   "berth: note: GPU check: which devices each rank used is not checked: %s\n",
+                   why.c_str());
+      return;
+    }
+    watch_ = std::make_unique<launch::GpuWatch>(std::move(nvml));
+    spec.on_started = [this](int rank, pid_t pid) {
+      if (rank < 0 || static_cast<size_t>(rank) >= allowed_.size()) return;
+      auto t =
+          watch_->watch(pid, allowed_[static_cast<size_t>(rank)], fmt::format("rank {}", rank));
+      std::lock_guard<std::mutex> lock(mu_);
+      tickets_.emplace_back(rank, t);
+    };
+  }
+
+  // Says what the watch found, rank by rank.
+  void finish() {
+    if (!watch_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::sort(tickets_.begin(), tickets_.end());
+    for (const auto& [rank, t] : tickets_) {
+      auto report = watch_->finish(t);
+      for (const auto& f : report.findings) {
+        std::fprintf(stderr, "berth: GPU check: rank %d: %s\n", rank,
+                     launch::describe_finding(f, allowed_[static_cast<size_t>(rank)]).c_str());
+      }
+      if (!report.error.empty()) {
+        std::fprintf(stderr, "berth: GPU check: NVML could not be asked: %s\n",
+                     report.error.c_str());
+      }
+    }
+    tickets_.clear();
+  }
+
+ private:
+  std::vector<std::vector<std::string>> allowed_;  // per rank, the UUIDs it was given
+  std::unique_ptr<launch::GpuWatch> watch_;
+  std::mutex mu_;
+  std::vector<std::pair<int, launch::GpuWatch::Ticket>> tickets_;
+};
 
 struct Flags {
   int ranks = 1;
@@ -148,7 +213,8 @@ Result<launch::AppSpec> parse_app_segment(const std::vector<std::string>& words,
     app.env.push_back(std::move(*d));
   }
   app.argv.assign(words.begin() + static_cast<std::ptrdiff_t>(i), words.end());
-  if (app.argv.empty()) return fail(Errc::kInvalidInput, fmt::format("app {} has no command", index));
+  if (app.argv.empty())
+    return fail(Errc::kInvalidInput, fmt::format("app {} has no command", index));
   return app;
 }
 
@@ -226,7 +292,9 @@ int run_launch(CLI::App& app, const Flags& f) {
   spec.usable_cores = cores.usable_core_ids;
   spec.hwthreads = reading->allowed;
   // Each rank its own GPUs, the ones nearest its bound core (rank_gpus.h).
-  if (f.gpus_per_rank < 0) return report(Error(Errc::kInvalidInput, "--gpus-per-rank must not be negative"));
+  if (f.gpus_per_rank < 0)
+    return report(Error(Errc::kInvalidInput, "--gpus-per-rank must not be negative"));
+  std::vector<topo::GpuIdentity> gpu_devices;  // aligned with spec.gpus.ids
   if (f.gpus_per_rank > 0) {
     const std::string root = f.sysfs_root.empty() ? "/" : f.sysfs_root;
     auto gpus = topo::read_gpus(root, Env::from_process());
@@ -239,6 +307,7 @@ int run_launch(CLI::App& app, const Flags& f) {
     for (const auto& d : topo::identities_of(gpus->ids, *devices)) {
       spec.gpus.local_cores.push_back(d.local_cores);
     }
+    gpu_devices = topo::identities_of(gpus->ids, *devices);
   }
 
   // 3. The rest of the job.
@@ -272,9 +341,17 @@ int run_launch(CLI::App& app, const Flags& f) {
 
   // 4. Run, forwarding output to berth's own streams; say how it ended.
   launch::OutputSinks sinks;
-  sinks.out = [](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); };
-  sinks.err = [](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stderr); std::fflush(stderr); };
+  sinks.out = [](std::string_view s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+  sinks.err = [](std::string_view s) {
+    std::fwrite(s.data(), 1, s.size(), stderr);
+    std::fflush(stderr);
+  };
+  RankGpuCheck check(spec, gpu_devices);
   auto outcome = launch::run_job(spec, Env::from_process(), launch::Spawner::real(), sinks);
+  check.finish();
   if (!outcome.ok()) return report(outcome.error());
   for (const auto& m : outcome->messages) std::fprintf(stderr, "berth: %s\n", m.c_str());
   return outcome->exit_code;

@@ -378,7 +378,7 @@ Result<void> Supervisor::start_one(Rank& r, size_t index) {
   }
   r.outcome.pid = spawned->pid;
   r.outcome.started = true;
-  if (spec_.on_started) spec_.on_started(spawned->pid);
+  if (spec_.on_started) spec_.on_started(r.outcome.rank, spawned->pid);
   // Exits are seen through the pidfd, so that jobs running side by side in one process
   // never take each other's SIGCHLD; without one, SIGCHLD (or a timed sweep) tells.
   r.pidfd = spawned->pidfd;

@@ -91,9 +91,9 @@ struct JobSpec {
   // override them.
   RankGpus gpus;
   wireup::Wireup* wireup = nullptr;
-  // Called on the supervising thread as each rank starts, with its pid, which is its
-  // process group's id (a GPU check watches the group).
-  std::function<void(pid_t)> on_started;
+  // Called on the supervising thread as each rank starts, with its job rank and pid,
+  // which is its process group's id (a GPU check watches the group).
+  std::function<void(int rank, pid_t pid)> on_started;
 };
 
 struct RankOutcome {

@@ -317,7 +317,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   std::string unchecked;
   auto proof = here ? gpu_proof_.begin(p, s.name, &unchecked) : nullptr;
   if (!unchecked.empty()) r.notices.push_back(std::move(unchecked));
-  if (proof) job.on_started = [&proof](pid_t pgid) { proof->started(pgid); };
+  if (proof) job.on_started = [&proof](int, pid_t pgid) { proof->started(pgid); };
   auto outcome = launch::run_job(job, parent_, launch::Spawner::real(), sinks);
   if (proof) {
     for (std::string& n : proof->finish()) r.notices.push_back(std::move(n));
