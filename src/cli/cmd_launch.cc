@@ -25,6 +25,7 @@
 #include "topo/describe.h"
 #include "topo/gpu_identity.h"
 #include "topo/gpus.h"
+#include "topo/mig.h"
 #include "topo/nvml.h"
 #include "util/idset.h"
 #include "util/strings.h"
@@ -301,6 +302,12 @@ int run_launch(CLI::App& app, const Flags& f) {
     if (!gpus.ok()) return report(gpus.error().with_context("--gpus-per-rank"));
     auto devices = topo::read_gpu_identities(root, gpus->vendor);
     if (!devices.ok()) return report(devices.error().with_context("--gpus-per-rank"));
+    // Where MIG is on, its instances are the devices, as berth machine shows them.
+    auto open_nvml = [&](std::string* why) {
+      return topo::open_nvml(Env::from_process(), why);
+    };
+    auto mig = topo::describe_mig(root, open_nvml, *gpus, *devices);
+    if (!mig.ok()) return report(mig.error().with_context("--gpus-per-rank"));
     spec.gpus.per_rank = f.gpus_per_rank;
     spec.gpus.variable = topo::gpu_visibility_variable(gpus->vendor);
     spec.gpus.ids = gpus->ids;

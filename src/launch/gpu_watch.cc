@@ -41,8 +41,9 @@ GpuWatch::Ticket GpuWatch::watch(int64_t pgid, std::vector<std::string> allowed,
 }
 
 GpuWatchReport GpuWatch::finish(Ticket ticket) {
-  // The step has just ended: this poll catches what it did since the last one, from any
-  // of its processes still holding a device.
+  // One last poll, for the processes of the group still alive: those of a caller that
+  // finishes the watch before its step's processes are gone. A step already reaped
+  // has none left, and its record is what the polls while it ran saw.
   poll();
   std::lock_guard lock(mutex_);
   auto it = watched_.find(ticket);

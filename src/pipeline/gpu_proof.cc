@@ -33,7 +33,7 @@ std::vector<std::string> GpuProof::Step::finish() {
 
 std::unique_ptr<GpuProof::Step> GpuProof::begin(const place::Placement& p, std::string label,
                                                 std::string* notice) {
-  if (p.gpu_variable != "CUDA_VISIBLE_DEVICES") return nullptr;
+  if (p.gpu_variable != "CUDA_VISIBLE_DEVICES" || p.gpu_ids.empty()) return nullptr;
   std::vector<std::string> allowed;
   for (size_t g = 0; g < p.gpu_ids.size(); ++g) {
     const std::string& id = p.gpu_ids[g];
@@ -42,7 +42,16 @@ std::unique_ptr<GpuProof::Step> GpuProof::begin(const place::Placement& p, std::
     } else if (g < p.gpu_devices.size() && !p.gpu_devices[g].uuid.empty()) {
       allowed.push_back(p.gpu_devices[g].uuid);
     } else {
-      return nullptr;  // a device it cannot name: nothing could be judged
+      // A device it cannot name: nothing could be judged.
+      std::call_once(told_unnamed_, [&] {
+        if (notice) {
+          *notice = fmt::format(
+              "GPU check: which devices steps used is not checked where the driver's files "
+              "give a device no UUID (GPU {} here)",
+              id);
+        }
+      });
+      return nullptr;
     }
   }
   bool first = false;
@@ -70,6 +79,16 @@ std::unique_ptr<GpuProof::Step> GpuProof::begin(const place::Placement& p, std::
   step->allowed_ = std::move(allowed);
   step->label_ = std::move(label);
   return step;
+}
+
+std::optional<std::string> GpuProof::mig_limit_notice(const place::Placement& p) {
+  size_t migs = 0;
+  for (const std::string& id : p.gpu_ids) migs += id.rfind("MIG-", 0) == 0 ? 1 : 0;
+  if (migs < 2) return std::nullopt;
+  return fmt::format(
+      "given {} MIG instances: CUDA uses one MIG instance per process, so each of its "
+      "processes sees only the first of them",
+      migs);
 }
 
 }  // namespace berth::pipeline

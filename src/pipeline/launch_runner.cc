@@ -317,6 +317,7 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   std::string unchecked;
   auto proof = here ? gpu_proof_.begin(p, s.name, &unchecked) : nullptr;
   if (!unchecked.empty()) r.notices.push_back(std::move(unchecked));
+  if (auto mig = GpuProof::mig_limit_notice(p)) r.notices.push_back(std::move(*mig));
   if (proof) job.on_started = [&proof](int, pid_t pgid) { proof->started(pgid); };
   auto outcome = launch::run_job(job, parent_, launch::Spawner::real(), sinks);
   if (proof) {

@@ -133,6 +133,10 @@ Result<void> read_gpus(TomlFields& f, StepSpec& s) {
   }
   if (!n->is_floating_point()) return f.wrong_type("gpus", "a GPU count or a share of one", *n);
   const double v = n->as_floating_point()->get();
+  if (v >= 0 && v <= kMaxGpus && v == std::floor(v)) {
+    s.gpus = static_cast<int>(v);  // 2.0: a whole count written as a float
+    return Ok{};
+  }
   const double thousandths = v * 1000;
   if (!(v > 0 && v < 1)) {
     return f.error(n, "gpus",

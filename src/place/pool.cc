@@ -378,7 +378,7 @@ const Pool::Share& Pool::memory_account(const std::vector<Share>& shares, size_t
 // whose GPUs are chosen: the free cores next to those GPUs first (spec 02 §4), then
 // the lowest others; only the lowest when the GPUs' local cores are not known. Cores
 // taken away from the GPUs while some next to them are held by other grants are said
-// in t.note.
+// in t.notes.
 void Pool::take_cores(const PoolNode& node, const std::vector<size_t>& free, size_t n,
                       Taken& t) {
   std::set<int> local;

@@ -10,9 +10,11 @@
 // oversubscribed silently. A failed grant leaves the pool exactly as it was, and
 // releasing a grant twice (or one the pool never made) is harmless.
 //
-// A request may ask for a share of one GPU instead of whole ones: shares are packed
-// onto the device that has the most given out already and room left, and every grant
-// of a share says so in its notes, with how many others held shares of it then.
+// A request may ask for a share of one GPU instead of whole ones: it goes to the first
+// node (in the usual order) with a device that has room for it, and there to the
+// device with the most given out already, so that shares fill one device before they
+// take another; every grant of a share says so in its notes, with how many others held
+// shares of it then.
 //
 // Named reservations (spec 02 §4): reserve() withholds a placement from general
 // requests under a name; grants that name the reservation draw only from it, and
@@ -62,8 +64,8 @@ struct Request {
   int cpus_per_task = 1;
   int gpus = 0;                          // total for the launch
   // A share of one device, in thousandths (1..999), that other shares may be given
-  // too (HyperQueue's and Ray's fractional GPUs): one device, on one node, never one
-  // a whole-GPU grant holds. gpus must be 0. 0: no share.
+  // too: one device, on one node, never one a whole-GPU grant holds. gpus must be 0.
+  // 0: no share.
   int gpu_share = 0;
   std::optional<int> nodes;              // exactly this many nodes; absent = fewest that fit
   std::optional<int64_t> memory_mb;      // per node; accounted against PoolNode::memory_mb

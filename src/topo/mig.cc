@@ -31,12 +31,18 @@ void apply_mig(const std::vector<NvmlGpu>& nvml, Gpus& gpus, std::vector<GpuIden
     }
   }
   if (!changed) return;
-  devices = std::move(out);
-  if (gpus.provenance.rfind("env ", 0) != 0) {
-    gpus.ids.clear();
-    for (const GpuIdentity& d : devices) gpus.ids.push_back(d.id);
-    gpus.provenance += " and NVML (MIG instances)";
+  if (gpus.provenance.rfind("env ", 0) == 0) {
+    // A variable's ids are the scheduler's word, in its own numbering: they may name
+    // the whole GPUs (an index) or instances (a MIG UUID), so both stay findable.
+    for (GpuIdentity& e : out) {
+      if (e.id.rfind("MIG-", 0) == 0) devices.push_back(std::move(e));
+    }
+    return;
   }
+  devices = std::move(out);
+  gpus.ids.clear();
+  for (const GpuIdentity& d : devices) gpus.ids.push_back(d.id);
+  gpus.provenance += " and NVML (MIG instances)";
   gpus.node_count = static_cast<int>(devices.size());
 }
 
@@ -49,8 +55,8 @@ Result<std::vector<int>> gpus_with_mig_instances(const std::string& root) {
     auto n = str::parse_uint(std::string_view(e).substr(3), 1 << 16);
     if (!n.ok()) continue;
     BERTH_TRY(auto mig, tree::list_dir(tree::under(root, fmt::format("{}/{}/mig", kCaps, e))));
-    bool instances = std::any_of(mig.value_or(std::vector<std::string>()).begin(),
-                                 mig.value_or(std::vector<std::string>()).end(),
+    if (!mig) continue;
+    bool instances = std::any_of(mig->begin(), mig->end(),
                                  [](const std::string& m) { return m.rfind("gi", 0) == 0; });
     if (instances) out.push_back(static_cast<int>(*n));
   }

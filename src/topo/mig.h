@@ -23,7 +23,9 @@ namespace berth::topo {
 // model the instance's name, bus, NUMA node, cores and driver its GPU's. A GPU is
 // matched by bus address, else by UUID. When `gpus` took its ids from the driver
 // files (no visibility variable set), its ids become the new devices' ids, and its
-// node count theirs; a variable's ids are the scheduler's word and are kept.
+// node count theirs. A variable's ids are the scheduler's word and are kept, in its
+// numbering: then the instances are added after the whole GPUs, so that an id naming
+// either is found.
 void apply_mig(const std::vector<NvmlGpu>& nvml, Gpus& gpus, std::vector<GpuIdentity>& devices);
 
 // The indices (the driver's gpu<N>) of the GPUs whose driver files show MIG instances.

@@ -89,6 +89,10 @@ TEST(Mig, AVariablesIdsAreKept) {
   env.set("CUDA_VISIBLE_DEVICES", "MIG-2222");
   auto r = read(t, env, [](std::string*) { return std::make_shared<FakeNvml>(nvml_view()); });
   EXPECT_EQ(str::join(r.gpus.ids, ","), "MIG-2222");
+  // The whole GPUs stay (a scheduler's index names one), the instances are added.
+  ASSERT_EQ(r.devices.size(), 4u);
+  EXPECT_EQ(r.devices[0].id, "0");
+  EXPECT_EQ(identities_of({"1"}, r.devices)[0].uuid, "GPU-1aaa");
   // Found by UUID among the node's devices.
   EXPECT_EQ(identities_of(r.gpus.ids, r.devices)[0].model, "NVIDIA H100 80GB HBM3 MIG 3g.40gb");
 }
