@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu/check.sh [BUNDLE] — what each step and rank really sees on a GPU node.
 #
-# Builds nothing: it takes a berth bundled with the libraries it loads
-# (../shared/tools/device-bundle.sh build/dev/berth build/gpu-bundle makes one; default
-# BUNDLE build/gpu-bundle) and runs, on this node:
+# Builds nothing: it takes a berth bundled with the libraries it loads — BUNDLE/berth
+# and BUNDLE/lib/*.so, a build's berth and what `ldd` and its run-time loads name,
+# glibc left out (default BUNDLE build/gpu-bundle) — and runs, on this node:
 #   1. berth machine (text and JSON): each GPU, its UUID, model, bus, cores;
 #   2. a pipeline of as many one-GPU steps as the node has GPUs, plus two gpus = 0 steps
 #      and two gpus = 0.5 steps, all at once; each step records what it was given
