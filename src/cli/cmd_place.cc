@@ -5,10 +5,6 @@
 // are drawn from one pool: with --run they run at once as far as they fit, and the
 // rest wait for a release — never two on one core.
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,9 +21,8 @@
 #include "cli/context.h"
 #include "cli/exit.h"
 #include "launch/capture.h"
-#include "launch/escalation.h"
+#include "launch/process_set.h"
 #include "launch/spawn.h"
-#include "launch/status.h"
 #include "place/context.h"
 #include "place/pool.h"
 #include "place/render.h"
@@ -132,156 +127,26 @@ nlohmann::ordered_json to_json(const place::Rendered& r, const std::optional<pla
   return place::rendering_json(r, p, s, c.launcher);
 }
 
-// The launches `--run` started, until each has ended. Each is started by launch's
-// spawner, in a process group of its own, and reaped by its pid when its pidfd says it
-// ended — never by waitpid(-1), which would take any child of berth's — with its exit
-// decoded by launch/status. When one ends its group is sent SIGKILL, so nothing it left
-// running outlives it (spec 03 §6).
-//
-// A launch's own group does not get the terminal's Ctrl-C: berth does. So berth's
-// SIGINT, SIGTERM and SIGHUP arrive through a signalfd and end every launch by
-// escalation (SIGCONT, SIGTERM, SIGKILL after the grace), and berth exits 128 + S.
-class Launches {
- public:
-  struct Ended {
-    uint64_t grant = 0;
-    launch::ExitStatus status;
-  };
-
-  Launches() {
-    sigemptyset(&mask_);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask_, sig);
-    pthread_sigmask(SIG_BLOCK, &mask_, &old_mask_);
-    sigfd_ = ::signalfd(-1, &mask_, SFD_NONBLOCK | SFD_CLOEXEC);
-    // Without a signalfd the signals keep their default action: berth dies of them, as
-    // it did before, rather than never hearing of them.
-    if (sigfd_ < 0) pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-  }
-  ~Launches() {
-    end_all();
-    if (sigfd_ >= 0) {
-      ::close(sigfd_);
-      pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-    }
-  }
-  Launches(const Launches&) = delete;
-  Launches& operator=(const Launches&) = delete;
-
-  // Starts a rendered launch holding `grant`: the rendered variables over berth's own
-  // environment, berth's stdout and stderr, and for the local launcher the CPU binding
-  // (which the launch's whole tree inherits). Its stdin is berth's, but /dev/null when
-  // that is a terminal: a process group not in the terminal's foreground that reads it
-  // is stopped (SIGTTIN), and berth would wait for it for ever.
-  Result<void> start(const place::Rendered& r, const Env& env, uint64_t grant) {
-    Env launch_env = env;
-    for (const auto& [k, v] : r.env) launch_env.set(k, v);
-    launch::SpawnRequest req;
-    req.argv = r.argv;
-    req.envp = launch::envp_of(launch_env);
-    req.cpus = r.bind_cpus;
-    req.stdin_fd = ::isatty(STDIN_FILENO) ? -1 : inherited(STDIN_FILENO);
-    req.stdout_fd = inherited(STDOUT_FILENO);
-    req.stderr_fd = inherited(STDERR_FILENO);
-    launch::FailureContext ctx;
-    ctx.rank = -1;  // not a rank of a job: the message names the command
-    auto spawned = launch::Spawner::real().spawn(req, ctx, nullptr);
-    if (!spawned.ok()) {
-      return fail(spawned.error().code(),
-                  fmt::format("cannot start {}: {}", launch::command_text(r.argv),
-                              spawned.error().message()));
-    }
-    running_.push_back({spawned->pid, spawned->pidfd, grant});
-    return Ok{};
-  }
-
-  bool empty() const { return running_.empty(); }
-  // The signal that ended the launches, 0 when none did.
-  int signalled() const { return signal_; }
-
-  // Waits until a launch ends and returns it; nullopt when berth was signalled, after
-  // every launch has been ended (signalled() says by what), or when none is running.
-  std::optional<Ended> wait_one() {
-    while (!running_.empty()) {
-      if (auto e = reap_one()) return e;
-      std::vector<pollfd> fds;
-      bool sweep = false;  // a launch without a pidfd (kernel < 5.3) is looked at often
-      if (sigfd_ >= 0) fds.push_back({sigfd_, POLLIN, 0});
-      for (const Running& l : running_) {
-        if (l.pidfd >= 0) {
-          fds.push_back({l.pidfd, POLLIN, 0});
-        } else {
-          sweep = true;
-        }
-      }
-      if (::poll(fds.data(), fds.size(), sweep ? 50 : -1) < 0 && errno != EINTR) {
-        ::poll(nullptr, 0, 50);  // poll failed (ENOMEM): look again in a while
-      }
-      signalfd_siginfo si{};
-      if (sigfd_ >= 0 && ::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-        signal_ = static_cast<int>(si.ssi_signo);
-        end_all();
-        return std::nullopt;
-      }
-    }
-    return std::nullopt;
-  }
-
- private:
-  struct Running {
-    pid_t pid;
-    int pidfd;
-    uint64_t grant;
-  };
-
-  // `fd` for a child's stdio when berth has it open, else -1 (the spawner's /dev/null).
-  static int inherited(int fd) { return ::fcntl(fd, F_GETFD) >= 0 ? fd : -1; }
-
-  // Takes the first launch that has ended off the list, its group killed first (while
-  // its pid, the group's id, is still held by the zombie and cannot be reused).
-  std::optional<Ended> reap_one() {
-    for (auto it = running_.begin(); it != running_.end(); ++it) {
-      siginfo_t info{};
-      if (::waitid(P_PID, static_cast<id_t>(it->pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-          info.si_pid != it->pid) {
-        continue;
-      }
-      launch::signal_group(it->pid, SIGKILL);
-      int status = 0;
-      while (::waitpid(it->pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      if (it->pidfd >= 0) ::close(it->pidfd);
-      Ended e{it->grant, launch::decode_wait_status(status)};
-      running_.erase(it);
-      return e;
-    }
-    return std::nullopt;
-  }
-
-  // Ends every running launch by escalation and reaps it.
-  void end_all() {
-    for (const launch::EscalationStep& step : launch::escalation_table()) {
-      auto until = std::chrono::steady_clock::now() + step.after;
-      while (!running_.empty() && std::chrono::steady_clock::now() < until) {
-        if (reap_one()) continue;
-        ::poll(nullptr, 0, 10);
-      }
-      for (const Running& l : running_) launch::signal_group(l.pid, step.signal);
-    }
-    for (const Running& l : running_) {
-      int status = 0;
-      while (::waitpid(l.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      if (l.pidfd >= 0) ::close(l.pidfd);
-    }
-    running_.clear();
-  }
-
-  std::vector<Running> running_;
-  sigset_t mask_{};
-  sigset_t old_mask_{};
-  int sigfd_ = -1;
-  int signal_ = 0;
-};
+// The request that runs a rendered launch: the rendered variables over berth's own
+// environment, berth's stdout and stderr, and for the local launcher the CPU binding
+// (which the launch's whole tree inherits). Its stdin is berth's, but /dev/null when
+// that is a terminal: a process group not in the terminal's foreground that reads it
+// is stopped (SIGTTIN), and berth would wait for it for ever. launch::ProcessSet
+// starts it, reaps it and ends it with berth's signals.
+launch::SpawnRequest spawn_request(const place::Rendered& r, const Env& env) {
+  Env launch_env = env;
+  for (const auto& [k, v] : r.env) launch_env.set(k, v);
+  launch::SpawnRequest req;
+  req.argv = r.argv;
+  req.envp = launch::envp_of(launch_env);
+  req.cpus = r.bind_cpus;
+  // A descriptor berth has open is passed on; a closed one becomes /dev/null.
+  auto inherited = [](int fd) { return ::fcntl(fd, F_GETFD) >= 0 ? fd : -1; };
+  req.stdin_fd = ::isatty(STDIN_FILENO) ? -1 : inherited(STDIN_FILENO);
+  req.stdout_fd = inherited(STDOUT_FILENO);
+  req.stderr_fd = inherited(STDERR_FILENO);
+  return req;
+}
 
 int print(const std::vector<nlohmann::ordered_json>& launches, const std::vector<std::string>& lines,
           size_t waiting, const Flags& f) {
@@ -349,8 +214,8 @@ int run_place(Flags f) {
       if (auto reach = c.check_reachable((*p)->nodes); !reach.ok()) return report(reach.error());
     }
     if (!f.run) return print({to_json(*r, *p, spec, c)}, {place::shell_line(*r)}, 0, f);
-    Launches launches;
-    if (auto started = launches.start(*r, process_env(), 0); !started.ok()) {
+    launch::ProcessSet launches;
+    if (auto started = launches.start(spawn_request(*r, process_env()), 0); !started.ok()) {
       return report(started.error());
     }
     auto ended = launches.wait_one();
@@ -379,7 +244,7 @@ int run_place(Flags f) {
 
   std::vector<nlohmann::ordered_json> launches;
   std::vector<std::string> lines;
-  std::optional<Launches> running;  // only with --run: it takes berth's signals
+  std::optional<launch::ProcessSet> running;  // only with --run: it takes berth's signals
   if (f.run) running.emplace();
   int pending = f.count;
   int first_failure = 0;
@@ -402,7 +267,7 @@ int run_place(Flags f) {
         lines.push_back(place::shell_line(*r));
         continue;
       }
-      if (auto started = running->start(*r, process_env(), grant.id); !started.ok()) {
+      if (auto started = running->start(spawn_request(*r, process_env()), grant.id); !started.ok()) {
         pool.release(grant.id);
         return report(started.error());
       }
@@ -413,7 +278,7 @@ int run_place(Flags f) {
     // signal to berth has ended them all: the launches still waiting never start.
     auto ended = running->wait_one();
     if (!ended) return 128 + running->signalled();
-    pool.release(ended->grant);
+    pool.release(ended->tag);
     int code = ended->status.exit_code();
     if (code != 0 && first_failure == 0) first_failure = code;
   }
