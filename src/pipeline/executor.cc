@@ -38,30 +38,6 @@ namespace {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-// The SHA-256 of a file, streamed: inputs may be large.
-Result<std::string> hash_file_bytes(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return fail(errno == ENOENT ? Errc::kNotFound : Errc::kIo,
-                fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  }
-  Sha256 h;
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return fail(Errc::kIo, fmt::format("{}: cannot read: {}", path, std::strerror(err)));
-    }
-    if (n == 0) break;
-    h.update(buf.data(), static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return "sha256:" + h.finish_hex();
-}
-
 using Shape = std::tuple<int, int, int, int>;  // tasks, cpus per task, gpus, nodes (-1: any)
 
 Shape shape_of(const Step& s) {
@@ -315,7 +291,7 @@ Result<std::string> Executor::key_for(size_t i, std::string* basis) {
         bool stamped = known.has_value();
         bool racy = false;
         if (!known) {
-          BERTH_TRY(std::string h, hash_file_bytes(item.path));
+          BERTH_TRY(std::string h, sha256_file(item.path));
           if (before) {
             if (auto after = FileStamp::of(item.path); after.ok() && *after == *before) {
               if (o_.index) o_.index->remember_file(item.path, *before, h, verified);

@@ -298,26 +298,6 @@ Result<void> read_step_line(Reader& r, const Settled& s, size_t index, SettledSt
   return Ok{};
 }
 
-// The SHA-256 of a file's bytes, "sha256:<hex>"; nullopt when it cannot be read.
-std::optional<std::string> hash_of_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  Sha256 h;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    h.update(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return "sha256:" + h.finish_hex();
-}
-
 // Directories opened (O_PATH) to stat the files under them by a short relative path:
 // a stat's cost is mostly its path walk, one component at a time, and a record's files
 // lie under a few directories. A file's parent is opened once a second file under it
@@ -392,8 +372,8 @@ bool file_holds(const SettledFile& f, DirCache& dirs, std::atomic<size_t>& racy_
   if (!f.with_ctime) st->ctime_ns = 0;
   if (*st != f.stamp) return false;
   if (f.racy_hash.empty()) return true;
-  auto h = hash_of_file(f.path);
-  if (!h || *h != f.racy_hash) return false;
+  auto h = sha256_file(f.path);
+  if (!h.ok() || *h != f.racy_hash) return false;
   auto after = FileStamp::of(f.path);
   if (!after.ok() || *after != f.stamp) return false;
   racy_verified.fetch_add(1, std::memory_order_relaxed);

@@ -1,6 +1,13 @@
 #include "util/sha256.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "util/libcrypto.h"
 
@@ -70,6 +77,29 @@ std::string sha256_hex(std::string_view data) {
   thread_local Sha256 h;
   h.update(data.data(), data.size());
   return h.finish_hex();
+}
+
+Result<std::string> sha256_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return fail(errno == ENOENT ? Errc::kNotFound : Errc::kIo,
+                fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  }
+  Sha256 h;
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return fail(Errc::kIo, fmt::format("{}: cannot read: {}", path, std::strerror(err)));
+    }
+    if (n == 0) break;
+    h.update(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return "sha256:" + h.finish_hex();
 }
 
 std::string to_hex(const void* data, size_t size) {

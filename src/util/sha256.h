@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/result.h"
+
 namespace berth {
 
 // A streaming SHA-256 context: update() any number of times, then finish() once.
@@ -46,6 +48,11 @@ class Sha256 {
 
 // The SHA-256 of `data` as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view data);
+
+// The SHA-256 of the file at `path`, streamed (inputs may be large), as
+// "sha256:<64 hex digits>". Fails (kNotFound, kIo) naming the path when it cannot be
+// opened or read — the one error here, and it is the file's, not the digest's.
+Result<std::string> sha256_file(const std::string& path);
 
 // `size` bytes as 2*size lower-case hex digits.
 std::string to_hex(const void* data, size_t size);

@@ -1,6 +1,8 @@
 #include "util/sha256.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -69,6 +71,32 @@ TEST(Sha256, HexEncodesAndRecognisesDigests) {
   }
   EXPECT_FALSE(is_sha256_hex(std::string(63, 'a')));
   EXPECT_FALSE(is_sha256_hex(std::string(65, 'a')));
+}
+
+}  // namespace
+}  // namespace berth
+
+namespace berth {
+namespace {
+
+// A file is hashed as its bytes are, across the read buffer's edge (1 MiB), and a file
+// that cannot be opened is named.
+TEST(Sha256File, HashesTheBytesAndNamesAMissingFile) {
+  char path[] = "/tmp/berth-sha256-file.XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string bytes((1 << 20) + 3, 'x');
+  bytes[17] = '\0';
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  ::close(fd);
+  auto h = sha256_file(path);
+  ASSERT_TRUE(h.ok()) << h.error().message();
+  EXPECT_EQ(*h, "sha256:" + sha256_hex(bytes));
+  ::unlink(path);
+  auto gone = sha256_file(path);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code(), Errc::kNotFound);
+  EXPECT_NE(gone.error().message().find(path), std::string::npos);
 }
 
 }  // namespace
