@@ -12,11 +12,6 @@ void MemoryStore::plant_corrupt_object_for_test(std::string_view name, std::stri
   objects_[std::string(name)] = std::move(bytes);
 }
 
-size_t MemoryStore::object_count() const {
-  std::lock_guard lock(mu_);
-  return objects_.size();
-}
-
 size_t MemoryStore::row_count() const {
   std::lock_guard lock(mu_);
   return rows_.size();

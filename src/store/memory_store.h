@@ -22,8 +22,7 @@ class MemoryStore : public ObjectStore {
   // Replaces the stored copy of `name` with `bytes`, bypassing the hash, as a disk
   // or a bug might. The next read reports it corrupt and drops it.
   void plant_corrupt_object_for_test(std::string_view name, std::string bytes);
-  // Counts, for tests that check how many writes reached this store.
-  size_t object_count() const;
+  // How many rows reached this store, for tests that count writes.
   size_t row_count() const;
   // Entries' times (spec 05 §10) come from `clock` (null: the real one); set_time_for_test
   // ages an object or a row as `touch -d` would a file.

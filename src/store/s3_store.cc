@@ -442,18 +442,6 @@ Result<HttpResponse> S3Client::send(const S3Request& request) const {
 
 // ---- S3Store ----
 
-const char* conditional_writes_name(ConditionalWrites c) {
-  switch (c) {
-    case ConditionalWrites::kHonoured:
-      return "honoured";
-    case ConditionalWrites::kRefused:
-      return "refused";
-    case ConditionalWrites::kIgnored:
-      return "ignored";
-  }
-  return "?";
-}
-
 S3Store::S3Store(S3Config config, Options options)
     : client_(std::move(config),
               options.transport ? std::move(options.transport) : std::make_shared<CurlTransport>(),

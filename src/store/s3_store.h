@@ -170,7 +170,6 @@ enum class ConditionalWrites {
   kRefused,   // 501 NotImplemented: sent unconditionally instead
   kIgnored,   // accepted and overwritten: nothing enforces write-once
 };
-const char* conditional_writes_name(ConditionalWrites c);  // "honoured", "refused", ...
 
 class S3Store : public ObjectStore {
  public:

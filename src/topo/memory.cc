@@ -132,20 +132,6 @@ Result<std::optional<uint64_t>> env_mb(const Env& env, std::string_view name) {
 
 }  // namespace
 
-const char* memory_source_name(MemorySource source) {
-  switch (source) {
-    case MemorySource::kNone:
-      return "none";
-    case MemorySource::kCgroup:
-      return "cgroup";
-    case MemorySource::kScheduler:
-      return "scheduler";
-    case MemorySource::kKernel:
-      return "kernel";
-  }
-  return "none";
-}
-
 Result<std::optional<int64_t>> parse_meminfo_total_kb(std::string_view text) {
   size_t line_no = 0;
   for (std::string_view line : str::split(text, '\n')) {

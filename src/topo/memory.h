@@ -29,8 +29,6 @@
 namespace berth::topo {
 
 enum class MemorySource { kNone, kCgroup, kScheduler, kKernel };
-// "none", "cgroup", "scheduler", "kernel".
-const char* memory_source_name(MemorySource source);
 
 struct Memory {
   std::optional<int64_t> mb;  // absent when no source could say
