@@ -10,6 +10,7 @@
 #include "cli/exit.h"
 #include "cli/flag_hint.h"
 #include "cli/version.h"
+#include "launch/guard.h"
 #include "topo/cpu_reader.h"
 
 namespace {
@@ -58,6 +59,9 @@ std::optional<std::vector<std::string>>& berth::cli::command_tail() {
 int main(int argc, char** argv) {
   // Before any thread: the hwloc reading may then change the environment for a moment.
   berth::topo::HwlocCpuReader::leave_out_plugins();
+  // What launch cannot do and does not print itself: said here, as a warning.
+  berth::launch::guard::on_problem(
+      [](const char* why) { std::fprintf(stderr, "berth: warning: %s\n", why); });
   CLI::App app{"berth: run many pieces of work inside an HPC allocation", "berth"};
   app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION + " (commit " +
                                         BERTH_GIT_COMMIT + ")");

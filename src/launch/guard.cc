@@ -21,9 +21,9 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 namespace berth::launch::guard {
 namespace {
@@ -126,13 +126,22 @@ BERTH_GUARD_CODE bool live(uint32_t pg) { return (g_live[pg / 64] >> (pg % 64)) 
   for (;;) syscall(SYS_exit_group, 0);
 }
 
+std::atomic<void (*)(const char*)> g_report{nullptr};
+
+// Says why the guard could not be started, through the reporter, if any.
+void tell(const char* call, int err) {
+  auto report = g_report.load(std::memory_order_acquire);
+  if (report == nullptr) return;
+  std::string why = std::string("cannot start the process guard (") + call + ": " +
+                    std::strerror(err) +
+                    "): processes berth starts may outlive a berth that is killed";
+  report(why.c_str());
+}
+
 void start() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    std::fprintf(stderr,
-                 "berth: warning: cannot start the process guard (socketpair: %s): processes "
-                 "berth starts may outlive a berth that is killed\n",
-                 std::strerror(errno));
+    tell("socketpair", errno);
     return;
   }
   pid_t pid = ::fork();
@@ -142,10 +151,7 @@ void start() {
   }
   ::close(sv[1]);
   if (pid < 0) {
-    std::fprintf(stderr,
-                 "berth: warning: cannot start the process guard (fork: %s): processes "
-                 "berth starts may outlive a berth that is killed\n",
-                 std::strerror(errno));
+    tell("fork", errno);
     ::close(sv[0]);
     return;
   }
@@ -170,5 +176,9 @@ void forget(pid_t pgid) {
 }
 
 pid_t pid() { return g_pid.load(std::memory_order_acquire); }
+
+void on_problem(void (*report)(const char* why)) {
+  g_report.store(report, std::memory_order_release);
+}
 
 }  // namespace berth::launch::guard
