@@ -57,8 +57,11 @@ std::optional<std::vector<std::string>>& berth::cli::command_tail() {
 }
 
 int main(int argc, char** argv) {
-  // Before any thread: the hwloc reading may then change the environment for a moment.
-  berth::topo::HwlocCpuReader::leave_out_plugins();
+  // Before any thread: hwloc's unused plugins left out, through the one variable
+  // berth sets in its own environment (and hands on to nothing it starts).
+  if (auto v = berth::topo::HwlocCpuReader::unused_plugins(berth::Env::from_process())) {
+    berth::Env::set_for_berth_only(v->first, v->second);
+  }
   // What launch cannot do and does not print itself: said here, as a warning.
   berth::launch::guard::on_problem(
       [](const char* why) { std::fprintf(stderr, "berth: warning: %s\n", why); });

@@ -14,9 +14,11 @@
 
 #include <map>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
+#include "util/env.h"
 #include "util/result.h"
 
 namespace berth::topo {
@@ -73,13 +75,12 @@ class HwlocCpuReader : public CpuReader {
   // hwloc loads every plugin it has (PCI, OpenCL, GL displays through libX11, an XML
   // reader through libxml2) when a process makes its first topology, whatever that
   // topology then filters out: 1.6 ms of each run's start on the development VM, for
-  // objects this reading never keeps. After this call the reading keeps them out,
-  // through the variable hwloc reads for it (HWLOC_PLUGINS_BLACKLIST), set just around
-  // hwloc_topology_init and removed after it, so that no process berth starts sees
-  // it; not where the user set one of hwloc's plugin or component variables. It
-  // changes the process environment: call it only from a program that does so before
-  // any thread that reads the environment runs (the CLI, at start).
-  static void leave_out_plugins();
+  // objects this reading never keeps. hwloc is told to leave them out only through the
+  // environment: this is the variable and value that do it (HWLOC_PLUGINS_BLACKLIST),
+  // for main to set for berth alone (Env::set_for_berth_only) before any thread; nullopt
+  // where `env` (the process's) sets one of hwloc's plugin or component variables: the
+  // user's choice stands.
+  static std::optional<std::pair<std::string, std::string>> unused_plugins(const Env& env);
 };
 
 }  // namespace berth::topo

@@ -36,30 +36,13 @@ Failure hwloc_failed(const char* what) {
   return fail(Errc::kIo, fmt::format("hwloc: {} failed", what));
 }
 
-// Whether leave_out_plugins() was called.
-std::atomic<bool> plugins_left_out{false};
-
 // hwloc's plugins that a cores-and-threads reading has no use for.
 constexpr const char* kUnusedPlugins = "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_xml_libxml";
-
-// hwloc_topology_init, with the plugins above left out when that was asked for and the
-// user chose none of hwloc's plugin settings. The variable is removed again at once:
-// the plugins are loaded (or not) by the first init of a process, and a process berth
-// starts inherits its environment.
-int init_topology(hwloc_topology_t* raw) {
-  bool leave_out = plugins_left_out.load() && std::getenv("HWLOC_PLUGINS_BLACKLIST") == nullptr &&
-                   std::getenv("HWLOC_PLUGINS_PATH") == nullptr &&
-                   std::getenv("HWLOC_COMPONENTS") == nullptr;
-  if (leave_out) ::setenv("HWLOC_PLUGINS_BLACKLIST", kUnusedPlugins, 1);
-  int rc = hwloc_topology_init(raw);
-  if (leave_out) ::unsetenv("HWLOC_PLUGINS_BLACKLIST");
-  return rc;
-}
 
 // The reading itself; read() keeps the first.
 Result<CpuReading> read_now() {
   hwloc_topology_t raw = nullptr;
-  if (init_topology(&raw) != 0) return hwloc_failed("hwloc_topology_init");
+  if (hwloc_topology_init(&raw) != 0) return hwloc_failed("hwloc_topology_init");
   Topology topo(raw);
   // Include the PUs outside this process's cgroup: a core's siblings are what the
   // hardware shares, not what the job was given, and the fallback for an affinity
@@ -104,7 +87,12 @@ Result<CpuReading> read_now() {
 
 }  // namespace
 
-void HwlocCpuReader::leave_out_plugins() { plugins_left_out = true; }
+std::optional<std::pair<std::string, std::string>> HwlocCpuReader::unused_plugins(const Env& env) {
+  for (const char* chosen : {"HWLOC_PLUGINS_BLACKLIST", "HWLOC_PLUGINS_PATH", "HWLOC_COMPONENTS"}) {
+    if (env.has(chosen)) return std::nullopt;
+  }
+  return std::make_pair(std::string("HWLOC_PLUGINS_BLACKLIST"), std::string(kUnusedPlugins));
+}
 
 Result<CpuReading> HwlocCpuReader::read() const {
   // Once per process: loading the topology is most of a run's start-up, and berth

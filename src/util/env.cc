@@ -1,6 +1,10 @@
 #include "util/env.h"
 
 #include <fmt/format.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <vector>
 
 #include "util/files.h"
 #include "util/strings.h"
@@ -8,16 +12,33 @@
 extern char** environ;  // NOLINT: the one place berth reads the process environment
 
 namespace berth {
+namespace {
+
+// The variables set_for_berth_only() set: berth's, not the environment it hands on.
+std::vector<std::string>& berths_own() {
+  static std::vector<std::string> names;
+  return names;
+}
+
+}  // namespace
 
 Env Env::from_process() {
   Env env;
+  const std::vector<std::string>& own = berths_own();
   for (char** p = environ; p && *p; ++p) {
     std::string_view kv(*p);
     size_t eq = kv.find('=');
     if (eq == std::string_view::npos || eq == 0) continue;
-    env.set(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+    std::string name(kv.substr(0, eq));
+    if (std::find(own.begin(), own.end(), name) != own.end()) continue;
+    env.set(std::move(name), std::string(kv.substr(eq + 1)));
   }
   return env;
+}
+
+void Env::set_for_berth_only(const std::string& name, const std::string& value) {
+  ::setenv(name.c_str(), value.c_str(), 1);
+  berths_own().push_back(name);
 }
 
 bool Env::valid_name(std::string_view name) {

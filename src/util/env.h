@@ -25,8 +25,15 @@ class Env {
 
   Env() = default;
 
-  // The process environment (`environ`). Only the CLI calls this.
+  // The process environment (`environ`), less what set_for_berth_only() set. Only the
+  // CLI (and the Python module) call this.
   static Env from_process();
+
+  // Sets `name` in the process environment for berth's own libraries — hwloc reads its
+  // plugin list only there — and leaves it out of from_process() from then on, so that
+  // no process berth starts inherits it. It changes the process environment: only
+  // main calls it, before any thread.
+  static void set_for_berth_only(const std::string& name, const std::string& value);
 
   // Parses an env file: one NAME=VALUE per line; blank lines and lines starting with
   // '#' are skipped; a trailing CR is dropped; VALUE is taken verbatim (no quoting).
