@@ -1,6 +1,7 @@
 // Collection (collect.h): roots, reach and the order of deletion over a MemoryStore
 // whose entries' times follow a FakeClock.
 #include "pipeline/collect.h"
+#include "util/fake_clock_for_test.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -28,6 +28,7 @@
 #include "pipeline/targets.h"
 #include "store/memory_store.h"
 #include "util/clock.h"
+#include "util/fake_clock_for_test.h"
 #include "util/sha256.h"
 
 namespace berth::pipeline {

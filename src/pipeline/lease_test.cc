@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "store/memory_store.h"
+#include "util/fake_clock_for_test.h"
 #include "store/tiered_store.h"
 
 namespace berth::pipeline {

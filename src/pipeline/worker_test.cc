@@ -1,4 +1,5 @@
 #include "pipeline/worker.h"
+#include "util/fake_clock_for_test.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -15,6 +15,7 @@
 #include "store/memory_store.h"
 #include "store/testing.h"
 #include "util/clock.h"
+#include "util/fake_clock_for_test.h"
 #include "util/files.h"
 
 namespace berth::store {

@@ -263,42 +263,4 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   return response;
 }
 
-Result<HttpResponse> FakeTransport::send(const HttpRequest& request) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    log_.push_back(request.method + " " + request.url);
-  }
-  HttpRequest copy = request;
-  if (request.body_fd >= 0) {
-    // Read the streamed body as the real transport would.
-    copy.body.resize(request.body_size);
-    size_t have = 0;
-    while (have < copy.body.size()) {
-      ssize_t n = ::pread(request.body_fd, copy.body.data() + have, copy.body.size() - have,
-                          static_cast<off_t>(have));
-      if (n <= 0) return fail(Errc::kIo, request.url + ": reading the body to upload failed");
-      have += static_cast<size_t>(n);
-    }
-    copy.body_fd = -1;
-  }
-  BERTH_TRY(HttpResponse r, handler_(copy));
-  if (request.on_body && r.status >= 200 && r.status < 300 && request.method != "HEAD") {
-    std::string body = std::move(r.body);
-    r.body.clear();
-    // Hand it over in two pieces, so that a sink that assumes one call is caught.
-    size_t half = body.size() / 2;
-    if (!request.on_body(std::string_view(body).substr(0, half)) ||
-        !request.on_body(std::string_view(body).substr(half))) {
-      return fail(Errc::kIo,
-                  request.method + " " + request.url + ": writing the response body failed");
-    }
-  }
-  return r;
-}
-
-std::vector<std::string> FakeTransport::log() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return log_;
-}
-
 }  // namespace berth::store

@@ -2,9 +2,10 @@
 // the s3:// backend and the network (spec 05 §8).
 //
 // The S3 store builds, signs, retries and interprets requests; a transport only moves
-// bytes. CurlTransport is the real one (libcurl); FakeTransport hands every request to
-// a function, so that the store's handling of 412, 501, 503, error bodies and paging
-// is tested without a server (s3_store_test.cc).
+// bytes. CurlTransport is the real one (libcurl); FakeTransport (a test-support header,
+// store/fake_transport_for_test.h) hands every request to a function, so that the
+// store's handling of 412, 501, 503, error bodies and paging is tested without a server
+// (s3_store_test.cc).
 //
 // A transport fails (Result error) only when no HTTP response arrived: kIo for a
 // network failure worth retrying (connection refused or reset, timeout, DNS), and
@@ -80,23 +81,6 @@ class CurlTransport : public HttpTransport {
 
   std::mutex mu_;
   std::vector<void*> idle_;
-};
-
-// Every request goes to `handler`, which plays the server. Records what was sent.
-class FakeTransport : public HttpTransport {
- public:
-  using Handler = std::function<Result<HttpResponse>(const HttpRequest&)>;
-  explicit FakeTransport(Handler handler) : handler_(std::move(handler)) {}
-
-  Result<HttpResponse> send(const HttpRequest& request) override;
-
-  // "METHOD url" of every request so far, in order.
-  std::vector<std::string> log() const;
-
- private:
-  Handler handler_;
-  mutable std::mutex mu_;
-  std::vector<std::string> log_;
 };
 
 }  // namespace berth::store

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "store/memory_store.h"
+#include "util/fake_clock_for_test.h"
 
 namespace berth::store {
 namespace {

@@ -7,6 +7,7 @@
 // The contract suite (contract_test.cc) runs on S3 through open_s3_for_contract() and
 // s3_skip_reason(), defined at the end of this file.
 #include "store/s3_store.h"
+#include "store/fake_transport_for_test.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

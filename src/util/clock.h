@@ -20,21 +20,6 @@ class Clock {
   static Clock& real();
 };
 
-// A clock that moves only when told to.
-class FakeClock : public Clock {
- public:
-  std::chrono::system_clock::time_point wall() const override { return wall_; }
-  std::chrono::steady_clock::time_point steady() const override { return steady_; }
-  void advance(std::chrono::nanoseconds d) {
-    wall_ += std::chrono::duration_cast<std::chrono::system_clock::duration>(d);
-    steady_ += d;
-  }
-
- private:
-  std::chrono::system_clock::time_point wall_{std::chrono::seconds(1'700'000'000)};
-  std::chrono::steady_clock::time_point steady_{};
-};
-
 // A wall-clock time as ISO-8601 UTC, "2026-12-03T08:28:07Z", or with `millis`
 // "2026-12-03T08:28:07.123Z": the one way berth writes a time into a report, a row, a
 // lease or a tagged line.
