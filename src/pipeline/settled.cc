@@ -1,9 +1,9 @@
 // The settled record (spec 04 §7.1): encoding, decoding and the check by stat().
 //
 // The encoding is text, one fact per line, every string length-prefixed ("5:in/a"), so
-// a path may hold any byte:
+// a path may hold any byte. Format kSettledFormat (6), the lines in this order:
 //
-//   berth-settled 2
+//   berth-settled 6
 //   context <len>:<settled_context()>
 //   base <len>:<settled_base()>
 //   pipeline <len>:<name>
@@ -11,18 +11,22 @@
 //   tables <n> <g> <globbed table>...                             (n = 0: read whole)
 //   request <tasks> <cpus per task> <gpus> <nodes, -1: any>      (any number)
 //   tool <argc> <len>:<arg>... <len>:<output>                     (any number)
-//   input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<path>   (any number)
+//   input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<path>   (any number; input,
 //   racy-input <dev> <ino> <size> <mtime ns> <ctime ns> <len>:<hash> <len>:<path>
-//   result <dev> <ino> <size> <mtime ns> <len>:<path>             (any number)
+//   result <dev> <ino> <size> <mtime ns> <len>:<path>              racy-input and result
+//                                                                  lines interleave)
 //   object <len>:<name>                                           (any number)
 //   step <offset> <length> <table> <combination> <d> <dep>... <n> <file>... <m> <object>...
-//        <len>:<fingerprint> <len>:<name>
-//   steps <count> <bytes>
+//        <len>:<fingerprint> <len>:<name>                         (any number)
+//   override <offset> <length> <len>:<entry>                      (any number, in order)
+//   steps <count> <bytes> <object bytes>
 //   end
 //
 // A step's files and objects are indices into the input/result and object lines, in
 // the order written, its deps indices of the step lines before it; its offset and
-// length lie within the steps file.
+// length lie within the steps file. An override replaces the steps object's bytes at
+// <offset> (<length> of them) with <entry> in what a rerun reports. Spec 04 §7.1 pins
+// the same grammar.
 #include "pipeline/settled.h"
 
 #include <fmt/format.h>
