@@ -10,8 +10,8 @@
 #include "cli/exit.h"
 #include "cli/flag_hint.h"
 #include "cli/version.h"
-#include "launch/guard.h"
 #include "topo/cpu_reader.h"
+#include "util/say.h"
 
 namespace {
 
@@ -62,9 +62,11 @@ int main(int argc, char** argv) {
   if (auto v = berth::topo::HwlocCpuReader::unused_plugins(berth::Env::from_process())) {
     berth::Env::set_for_berth_only(v->first, v->second);
   }
-  // What launch cannot do and does not print itself: said here, as a warning.
-  berth::launch::guard::on_problem(
-      [](const char* why) { std::fprintf(stderr, "berth: warning: %s\n", why); });
+  // What the floors below cannot hand up as a value (util/say.h) is said here.
+  berth::set_say([](berth::SayLevel level, const char* text) {
+    std::fprintf(stderr, "berth: %s%s\n", level == berth::SayLevel::kWarning ? "warning: " : "",
+                 text);
+  });
   CLI::App app{"berth: run many pieces of work inside an HPC allocation", "berth"};
   app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION + " (commit " +
                                         BERTH_GIT_COMMIT + ")");

@@ -25,6 +25,8 @@
 #include <mutex>
 #include <string>
 
+#include "util/say.h"
+
 namespace berth::launch::guard {
 namespace {
 
@@ -126,16 +128,11 @@ BERTH_GUARD_CODE bool live(uint32_t pg) { return (g_live[pg / 64] >> (pg % 64)) 
   for (;;) syscall(SYS_exit_group, 0);
 }
 
-std::atomic<void (*)(const char*)> g_report{nullptr};
-
-// Says why the guard could not be started, through the reporter, if any.
+// Says why the guard could not be started.
 void tell(const char* call, int err) {
-  auto report = g_report.load(std::memory_order_acquire);
-  if (report == nullptr) return;
-  std::string why = std::string("cannot start the process guard (") + call + ": " +
-                    std::strerror(err) +
-                    "): processes berth starts may outlive a berth that is killed";
-  report(why.c_str());
+  say(SayLevel::kWarning, std::string("cannot start the process guard (") + call + ": " +
+                              std::strerror(err) +
+                              "): processes berth starts may outlive a berth that is killed");
 }
 
 void start() {
@@ -176,9 +173,5 @@ void forget(pid_t pgid) {
 }
 
 pid_t pid() { return g_pid.load(std::memory_order_acquire); }
-
-void on_problem(void (*report)(const char* why)) {
-  g_report.store(report, std::memory_order_release);
-}
 
 }  // namespace berth::launch::guard

@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <string>
 
 namespace berth::launch::guard {
 
@@ -24,14 +23,9 @@ inline constexpr std::chrono::milliseconds kGuardGrace{300};
 
 // The descriptor a child writes its group to (one Record, send(MSG_NOSIGNAL)); starts
 // the guard on the first call. -1 when it could not be started: berth goes on without
-// it, and the reporter set by on_problem() is told why, once.
+// it, and says why once, as a warning (util/say.h): "cannot start the process guard
+// (fork: ...): processes berth starts may outlive a berth that is killed".
 int fd();
-
-// Where the reason the guard could not be started goes ("cannot start the process guard
-// (fork: ...): processes berth starts may outlive a berth that is killed"): the CLI sets
-// a function that prints it as a warning, before anything is started. None set: it is
-// not said. Launch prints nothing itself.
-void on_problem(void (*report)(const char* why));
 
 // One message to the guard. Sent whole (SOCK_SEQPACKET), so concurrent senders do not
 // interleave.

@@ -2,9 +2,9 @@
 
 #include <openssl/opensslv.h>
 
-#include <cstdio>
 #include <cstdlib>
 
+#include "util/say.h"
 #include "util/shared_library.h"
 
 namespace berth {
@@ -30,7 +30,7 @@ const LibCrypto& libcrypto() {
     lib.bind(c.EVP_Digest, "EVP_Digest");
     lib.bind(c.HMAC, "HMAC");
     if (!lib.error().empty()) {
-      std::fprintf(stderr, "berth: %s\n", lib.error().c_str());
+      say(SayLevel::kFatal, lib.error());
       std::abort();
     }
     return c;

@@ -6,7 +6,7 @@
 //
 // A process that cannot load it stops: util/sha256.h promises digests that cannot fail
 // (OpenSSL fails one only when out of memory), so the only honest alternative to a
-// digest is none at all. What is missing is said on stderr first.
+// digest is none at all. What is missing is said first (util/say.h, fatal).
 #pragma once
 
 #include <openssl/evp.h>
