@@ -25,6 +25,7 @@
 #include "pipeline/key.h"
 #include "pipeline/launch_runner.h"
 #include "pipeline/probe.h"
+#include "pipeline/settled_build.h"
 #include "pipeline/staging.h"
 #include "pipeline/step_cache.h"
 #include "util/files.h"
@@ -41,9 +42,8 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 using Shape = std::tuple<int, int, int, int>;  // tasks, cpus per task, gpus, nodes (-1: any)
 
 Shape shape_of(const Step& s) {
-  // A share of a GPU needs a device to fit, as one whole GPU does.
-  return {s.tasks, std::max(1, s.cores / std::max(1, s.tasks)), s.gpu_share > 0 ? 1 : s.gpus,
-          s.nodes.value_or(-1)};
+  SettledRequest q = settled_request(s);
+  return {q.tasks, q.cpus_per_task, q.gpus, q.nodes};
 }
 
 std::string short_hash(std::string_view text) { return sha256_hex(text).substr(0, 16); }
@@ -222,11 +222,7 @@ class Executor {
   // What the steps saw (record_settled; run() thread only), per step: the files and
   // objects its cached or executed outcome rests on. settleable_ goes false at the
   // first fact that was not verified at a stamp.
-  struct Facts {
-    std::vector<SettledFile> files;
-    std::vector<std::string> objects;
-  };
-  std::vector<Facts> facts_;
+  std::vector<SettledFacts> facts_;
   bool settleable_ = true;
   // Reuse: the record's entries by step name (built when first needed); per step, the
   // entry it was reused from (-1: none) and the fingerprint computed for it ("" when
@@ -866,123 +862,9 @@ void Executor::collect_settled() {
       !report_.problems.empty() || !report_.divergences.empty()) {
     return;
   }
-  // One stamp per path: a file two steps read is checked once. The same path seen
-  // at two stamps changed during the run; no record then. A reused step's facts are
-  // the old record's, every one of which held (check_settled()): they are mapped by
-  // index, each once, and only the few facts of steps keyed in this run are looked up
-  // by path or name.
-  Settled rec;
-  rec.entries.resize(n);
-  // Views of the paths and names in facts_ and the old record, which outlive them.
-  std::unordered_map<std::string_view, uint32_t> file_at;
-  std::unordered_map<std::string_view, uint32_t> object_at;
-  std::vector<std::string_view> objects;
-  auto merge = [](SettledFile& seen, const SettledFile& f) {
-    if (seen.stamp != f.stamp || seen.with_ctime != f.with_ctime) return false;
-    if (seen.racy_hash.empty()) {
-      seen.racy_hash = f.racy_hash;
-    } else if (!f.racy_hash.empty() && f.racy_hash != seen.racy_hash) {
-      return false;
-    }
-    return true;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    if (reused_from_[i] >= 0) continue;
-    SettledStep& e = rec.entries[i];
-    e.name = g_.steps[i].name;
-    e.table = static_cast<uint32_t>(g_.steps[i].spec);
-    e.combination = g_.steps[i].combination;
-    e.deps.assign(g_.steps[i].deps.begin(), g_.steps[i].deps.end());
-    for (const SettledFile& f : facts_[i].files) {
-      auto [it, fresh] = file_at.try_emplace(f.path, static_cast<uint32_t>(rec.files.size()));
-      if (fresh) {
-        rec.files.push_back(f);
-      } else if (!merge(rec.files[it->second], f)) {
-        return;
-      }
-      e.files.push_back(it->second);
-    }
-    for (const std::string& o : facts_[i].objects) {
-      auto [it, fresh] = object_at.try_emplace(o, static_cast<uint32_t>(objects.size()));
-      if (fresh) objects.push_back(o);
-      e.objects.push_back(it->second);
-    }
-    e.fingerprint = !fingerprints_[i].empty() ? std::move(fingerprints_[i])
-                                              : step_fingerprint(g_.steps[i], g_, tools_);
-  }
-  if (const Settled* old = o_.reuse ? o_.reuse->record : nullptr) {
-    std::vector<int64_t> file_to(old->files.size(), -1);
-    std::vector<int64_t> object_to(old->objects.size(), -1);
-    rec.files.reserve(rec.files.size() + old->files.size());
-    objects.reserve(objects.size() + old->objects.size());
-    for (size_t i = 0; i < n; ++i) {
-      if (reused_from_[i] < 0) continue;
-      const SettledStep& was = old->entries[reused_from_[i]];
-      SettledStep& e = rec.entries[i];
-      e.name = g_.steps[i].name;
-      e.table = static_cast<uint32_t>(g_.steps[i].spec);
-      e.combination = g_.steps[i].combination;
-      e.deps.assign(g_.steps[i].deps.begin(), g_.steps[i].deps.end());
-      e.files.reserve(was.files.size());
-      for (uint32_t f : was.files) {
-        if (file_to[f] < 0) {
-          const SettledFile& of = old->files[f];
-          auto it = file_at.empty() ? file_at.end() : file_at.find(of.path);
-          if (it == file_at.end()) {
-            file_to[f] = static_cast<int64_t>(rec.files.size());
-            rec.files.push_back(of);
-          } else if (merge(rec.files[it->second], of)) {
-            file_to[f] = it->second;
-          } else {
-            return;
-          }
-        }
-        e.files.push_back(static_cast<uint32_t>(file_to[f]));
-      }
-      e.objects.reserve(was.objects.size());
-      for (uint32_t o : was.objects) {
-        if (object_to[o] < 0) {
-          const std::string& name = old->objects[o];
-          auto it = object_at.empty() ? object_at.end() : object_at.find(name);
-          if (it == object_at.end()) {
-            object_to[o] = static_cast<int64_t>(objects.size());
-            objects.push_back(name);
-          } else {
-            object_to[o] = it->second;
-          }
-        }
-        e.objects.push_back(static_cast<uint32_t>(object_to[o]));
-      }
-      e.fingerprint = !fingerprints_[i].empty() ? std::move(fingerprints_[i]) : was.fingerprint;
-    }
-  }
-  rec.objects.assign(objects.begin(), objects.end());
-  std::set<Shape> shapes;
-  bool from_record = false;
-  for (const Step& s : g_.steps) {
-    if (s.from_record) {
-      from_record = true;
-    } else {
-      shapes.insert(shape_of(s));
-    }
-  }
-  // A step known only by its entry asks for what it asked for before: among the old
-  // record's requests (which may also hold a shape no step asks for any more: then a
-  // pool too small for it sends a later run down the ordinary path, no further).
-  if (const Settled* old = o_.reuse ? o_.reuse->record : nullptr; old && from_record) {
-    for (const auto& q : old->requests) shapes.insert({q.tasks, q.cpus_per_task, q.gpus, q.nodes});
-  }
-  for (const auto& [tasks, cpus, gpus, nodes] : shapes) {
-    rec.requests.push_back({tasks, cpus, gpus, nodes});
-  }
-  for (const auto& [name, tool] : g_.tools) {
-    auto v = tools_.find(name);
-    if (v == tools_.end()) return;
-    rec.tools.push_back({tool.version, v->second});
-  }
-  rec.pipeline = g_.name;
-  rec.steps = n;
-  report_.settled = std::move(rec);
+  std::optional<Settled> rec = build_settled(
+      {&g_, &facts_, &fingerprints_, &reused_from_, o_.reuse ? o_.reuse->record : nullptr, &tools_});
+  if (rec) report_.settled = std::move(*rec);
 }
 
 void Executor::summarise_notices() {
