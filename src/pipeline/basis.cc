@@ -2,6 +2,7 @@
 #include "pipeline/basis.h"
 
 #include "pipeline/command.h"
+#include "util/sha256.h"
 #include "util/strings.h"
 
 namespace berth::pipeline {
@@ -22,6 +23,41 @@ std::string object_of(const Pairs& pairs, TextOf text_of) {
 }
 
 }  // namespace
+
+void BasisInputs::input(std::string_view name) {
+  if (open_) out_ += "],";
+  str::append_json_string(out_, name);
+  out_ += ":[";
+  open_ = true;
+}
+
+void BasisInputs::item(std::string_view text, std::string_view tagged) {
+  if (out_.back() != '[') out_ += ',';
+  out_ += '[';
+  str::append_json_string(out_, text);
+  out_ += ',';
+  str::append_json_string(out_, tagged);
+  out_ += ']';
+}
+
+std::string BasisInputs::finish() {
+  if (open_) out_ += ']';
+  out_ += '}';
+  return std::move(out_);
+}
+
+std::string basis_tools(const std::vector<std::string>& tools, const ToolVersions& versions) {
+  std::string out = "{";
+  for (const auto& t : tools) {
+    auto v = versions.find(t);
+    if (out.size() > 1) out += ',';
+    str::append_json_string(out, t);
+    out += ':';
+    str::append_json_string(out, sha256_hex(v == versions.end() ? "" : v->second).substr(0, 16));
+  }
+  out += '}';
+  return out;
+}
 
 std::string step_basis(const Step& step, const StepText& text, std::string_view recipe,
                        std::string_view inputs, std::string_view tools) {

@@ -10,6 +10,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pipeline/graph.h"
 #include "pipeline/key.h"
@@ -20,5 +21,23 @@ namespace berth::pipeline {
 // digits of it are kept); `inputs` and `tools` are the basis's objects, as JSON text.
 std::string step_basis(const Step& step, const StepText& text, std::string_view recipe,
                        std::string_view inputs, std::string_view tools);
+
+// The basis's "inputs" object, {"name":[["text","form sha256:..."],...],...}, written
+// as nlohmann would dump it, straight into text: input() opens each input, item() adds
+// one of its items (as written, and its tagged hash).
+class BasisInputs {
+ public:
+  void input(std::string_view name);
+  void item(std::string_view text, std::string_view tagged);
+  std::string finish();
+
+ private:
+  std::string out_ = "{";
+  bool open_ = false;
+};
+
+// The basis's "tools" object: each of `tools` with 16 hex digits of the hash of its
+// version text (empty when it was not read).
+std::string basis_tools(const std::vector<std::string>& tools, const ToolVersions& versions);
 
 }  // namespace berth::pipeline

@@ -22,6 +22,7 @@
 #include "pipeline/command.h"
 #include "pipeline/explain.h"
 #include "pipeline/fit_check.h"
+#include "pipeline/input_hash.h"
 #include "pipeline/key.h"
 #include "pipeline/launch_runner.h"
 #include "pipeline/probe.h"
@@ -46,7 +47,6 @@ Shape shape_of(const Step& s) {
   return {q.tasks, q.cpus_per_task, q.gpus, q.nodes};
 }
 
-std::string short_hash(std::string_view text) { return sha256_hex(text).substr(0, 16); }
 
 // The `n` bytes that `hex` (2 n lower-case hex digits) spells, into `out`; false when
 // it is anything else.
@@ -262,54 +262,26 @@ Result<std::string> Executor::key_for(size_t i, std::string* basis) {
   std::vector<FileStamp> stamps;
   InputHashes hashes;
   InputHashes shape;  // the same inputs with no hashes: for the recipe
-  // The basis's "inputs": {"name":[["text","form sha256:..."],...],...}, written as
-  // nlohmann would dump it, straight into text.
-  std::string jin = "{";
+  BasisInputs jin;
   for (const auto& [name, input] : s.inputs) {
     auto& list = hashes[name];
-    if (jin.size() > 1) jin += ',';
-    str::append_json_string(jin, name);
-    jin += ":[";
+    jin.input(name);
     for (const InputItem& item : input.items) {
       shape[name].push_back({"bytes", ""});
       if (item.kind == InputItem::Kind::kFile) {
-        // The index answers when the file's stamp is unchanged; a file is remembered
-        // only when its stamp was the same before and after hashing (index.h).
-        // The clock is read before the file is stamped: a stamp within kRacyWindowNs
-        // of it is racy, and proves nothing without the bytes (index.h).
-        std::optional<FileStamp> before;
-        std::optional<std::string> known;
-        int64_t verified = wall_ns(clock_.wall());
-        if (auto st = FileStamp::of(item.path); st.ok()) {
-          before = *st;
-          if (o_.index) known = o_.index->file_hash(item.path, *st);
-        }
-        bool stamped = known.has_value();
-        bool racy = false;
-        if (!known) {
-          BERTH_TRY(std::string h, sha256_file(item.path));
-          if (before) {
-            if (auto after = FileStamp::of(item.path); after.ok() && *after == *before) {
-              if (o_.index) o_.index->remember_file(item.path, *before, h, verified);
-              stamped = true;
-              racy = stamp_is_racy(*before, verified);
-            }
-          }
-          known = std::move(h);
-        }
+        BERTH_TRY(HashedInput h, hash_input(item.path, o_.index, clock_));
         // The stamp its hash is of: a step that runs checks it again once it has read
         // the file (execute), and a change since means the key is not of what it read.
-        stamps.push_back(before.value_or(FileStamp{}));
+        stamps.push_back(h.stamp.value_or(FileStamp{}));
         if (o_.record_settled) {
-          if (stamped) {
+          if (h.stamped) {
             // A racy stamp is recorded with the hash, which a later check reads again.
-            facts_[i].files.push_back(
-                {item.path, *before, true, racy ? *known : std::string()});
+            facts_[i].files.push_back({item.path, *h.stamp, true, h.racy ? h.hash : std::string()});
           } else {
             settleable_ = false;
           }
         }
-        list.push_back({"bytes", *known});
+        list.push_back({"bytes", std::move(h.hash)});
       } else {
         const auto& up = report_.steps[item.step].outputs;
         auto it = up.find(item.output);
@@ -320,32 +292,16 @@ Result<std::string> Executor::key_for(size_t i, std::string* basis) {
         }
         list.push_back({it->second.form, it->second.canonical});
       }
-      if (jin.back() != '[') jin += ',';
-      jin += '[';
-      str::append_json_string(jin, item.text);
-      jin += ',';
-      str::append_json_string(jin, list.back().tagged());
-      jin += ']';
+      jin.item(item.text, list.back().tagged());
     }
-    jin += ']';
   }
-  jin += '}';
-  ToolVersions no_versions;
-  std::string jtools = "{";
-  for (const auto& t : s.tools) {
-    no_versions[t] = "";
-    auto v = tools_.find(t);
-    if (jtools.size() > 1) jtools += ',';
-    str::append_json_string(jtools, t);
-    jtools += ':';
-    str::append_json_string(jtools, short_hash(v == tools_.end() ? "" : v->second));
-  }
-  jtools += '}';
   const StepText text(s);
   BERTH_TRY(std::string key, key_of(s, text, hashes, tools_));
   if (basis) {
+    ToolVersions no_versions;
+    for (const auto& t : s.tools) no_versions[t] = "";
     BERTH_TRY(std::string recipe, key_of(s, text, shape, no_versions));
-    *basis = step_basis(s, text, recipe, jin, jtools);
+    *basis = step_basis(s, text, recipe, jin.finish(), basis_tools(s.tools, tools_));
   }
   input_stamps_[i] = std::move(stamps);
   return key;
