@@ -596,9 +596,4 @@ Result<PipelineFile> parse_pipeline(std::string_view text, const std::string& pa
   return parse_pipeline(text, path, document);
 }
 
-Result<PipelineFile> read_pipeline(const std::string& path) {
-  BERTH_TRY(std::string text, files::read_file(path, kMaxPipelineFileBytes));
-  return parse_pipeline(text, path);
-}
-
 }  // namespace berth::pipeline

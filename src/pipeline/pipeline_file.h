@@ -192,8 +192,6 @@ std::optional<PipelineFile> read_step_tables(std::string_view text, const std::s
                                              const std::vector<size_t>& only,
                                              std::shared_ptr<const void>& document);
 
-// Reads and parses the file at `path` (kNotFound / kIo when it cannot be read).
-Result<PipelineFile> read_pipeline(const std::string& path);
 
 // Name rules (spec 04 §2.1). A step name (after expansion): [A-Za-z0-9_.+-]+, not
 // starting with '.'. An input, output, param or tool name: [A-Za-z0-9_-]+. A foreach

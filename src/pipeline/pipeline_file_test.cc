@@ -421,12 +421,5 @@ TEST(PipelineFile, OversizedFileIsRefusedBeforeParsing) {
   EXPECT_NE(r.error().message().find("larger than"), std::string::npos);
 }
 
-TEST(PipelineFile, ReadPipelineNamesAMissingFile) {
-  auto r = read_pipeline("/nonexistent/berth/p.toml");
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), Errc::kNotFound);
-  EXPECT_NE(r.error().message().find("/nonexistent/berth/p.toml"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace berth::pipeline

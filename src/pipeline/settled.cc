@@ -203,13 +203,6 @@ SettledCheck check_settled(const Settled& s, const std::vector<place::PoolNode>&
   return c;
 }
 
-std::optional<std::string> settled_difference(const Settled& s,
-                                              const std::vector<place::PoolNode>& nodes,
-                                              store::ObjectStore& store,
-                                              place::VersionProbe& probe) {
-  return check_settled(s, nodes, store, probe, true).difference;
-}
-
 bool settle_racy_inputs(Settled& s, int64_t now_ns) {
   bool turned = false;
   for (auto& f : s.files) {

@@ -237,12 +237,6 @@ SettledCheck check_settled(const Settled& s, const std::vector<place::PoolNode>&
                            store::ObjectStore& store, place::VersionProbe& probe,
                            bool stop_at_first = false);
 
-// Whether the world still is as `s` saw it: check_settled()'s first difference.
-std::optional<std::string> settled_difference(const Settled& s,
-                                              const std::vector<place::PoolNode>& nodes,
-                                              store::ObjectStore& store,
-                                              place::VersionProbe& probe);
-
 // `s` with every racy input that `now_ns` makes no longer racy turned into a plain one
 // (its stamp is proof from now on); false when there was none to turn.
 bool settle_racy_inputs(Settled& s, int64_t now_ns);

@@ -372,7 +372,7 @@ class SettledCheck : public ::testing::Test {
     EXPECT_TRUE(st.ok());
     return st.ok() ? *st : FileStamp{};
   }
-  std::optional<std::string> difference() { return settled_difference(s_, nodes_, store_, probe_); }
+  std::optional<std::string> difference() { return check_settled(s_, nodes_, store_, probe_, true).difference; }
 
   std::string dir_;
   std::vector<place::PoolNode> nodes_;
@@ -496,7 +496,7 @@ TEST_F(SettledCheck, AResultIsStampedWithoutItsCtime) {
 
 TEST_F(SettledCheck, AMissingObjectIsADifference) {
   store::MemoryStore fresh;  // the same facts against a store without the objects
-  auto d = settled_difference(s_, nodes_, fresh, probe_);
+  auto d = check_settled(s_, nodes_, fresh, probe_, true).difference;
   ASSERT_TRUE(d.has_value());
   EXPECT_NE(d->find("is no longer in the store"), std::string::npos) << *d;
 }
