@@ -6,19 +6,14 @@
 // shares berth's memory until it execs, so starting it costs the same whatever berth's
 // size: no page tables are copied and mmap_lock is not taken for writing, which is what
 // makes fork() slow in a big or multi-threaded supervisor and serialises concurrent
-// forks. Measured with bench/launch (2,000 x /bin/true, two in flight, median of
-// interleaved slices; a 2-CPU Firecracker VM, kernel 6.18, clang RelWithDebInfo; three
-// runs on a quiet machine):
-//   raw posix_spawn loop   1.3k-1.5k spawns/s   the physical limit
-//   this spawner           0.99x-1.02x of it
-//   vfork() + same child   0.98x-1.02x          (the same kernel path, but the child
-//                                               shares the caller's stack and frame)
-//   fork() + gate pipe     0.80x-0.84x, and 0.02x-0.05x with 1 GiB resident
-// so CLONE_VFORK it is, on a stack of its own so that the child runs a function rather
-// than the rest of spawn() (vfork's returns-twice hazards). `bench/launch/run.sh` prints
-// these numbers. glibc's posix_spawn reports exec failures through shared memory rather
-// than a pipe, which a CLONE_VM child could too; the pipe is kept because it is the
-// contract (failure.h) and costs four syscalls, within the noise above.
+// forks. `bench/launch/run.sh` measures it against a raw posix_spawn loop (the
+// physical limit, which this spawner matches), vfork() with the same child (the same
+// kernel path, but the child shares the caller's stack and frame) and fork() (about
+// 0.8x, and 0.02x-0.05x with 1 GiB resident). So CLONE_VFORK it is, on a stack of its
+// own so that the child runs a function rather than the rest of spawn() (vfork's
+// returns-twice hazards). glibc's posix_spawn reports exec failures through shared
+// memory rather than a pipe, which a CLONE_VM child could too; the pipe is kept because
+// it is the contract (failure.h) and costs four syscalls, within the noise of a spawn.
 //
 // The sequence. Parent, in spawn():
 //   1. refuse an empty argv; resolve argv[0] on the CHILD's PATH (search_path). A name
