@@ -154,6 +154,20 @@ std::string report_json(const RunReport& r, std::string_view steps, bool as_obje
                         std::optional<size_t> settled_steps = std::nullopt,
                         const std::vector<std::string_view>& steps_changed = {});
 // A cached step's reason.
+//
+// Where a step becomes `cached` — the one state a report shows for "not run here, its
+// result taken from elsewhere" — there are five producers, each named here:
+//   - a store hit: its key's row is in the store and its objects are (StepCache::lookup,
+//     step_cache.cc), the reason below;
+//   - a record reuse: its entry in the last settled record still holds, so it is not
+//     even keyed (Executor::try_reuse, executor.cc), the reason below;
+//   - a twin: another step of the same run had the same key and computed it once
+//     (Executor::finish_twins), "cached: the same key as '<step>', computed once …";
+//   - the record's rewrite: a settled record's steps are written as the cache hits a
+//     rerun would find, each executed step as cached (step_entry_json with as_cached,
+//     report.cc), the reason below;
+//   - the whole-run answer: a run answered from a settled record reports every step
+//     cached, by count (report_json with settled_steps), without a step being looked at.
 inline constexpr std::string_view kCachedReason = "cached: the store has a result for this key";
 
 // The "steps" array a rerun of `r` would report, every step cached: each executed step
