@@ -292,6 +292,7 @@ struct Session::State {
   void say(const std::string& m) const {
     if (sinks.say) sinks.say(m);
   }
+  const Clock& clock() const { return o.clock != nullptr ? *o.clock : Clock::real(); }
   std::string context() const {
     return settled_context(o.engine_version, cwd, settled_name, text, url, abs_results);
   }
@@ -304,9 +305,8 @@ struct Session::State {
   // With `fresh` (the same bytes as the record's, some facts changed): the steps whose
   // entries are marked are made afresh from their tables, every other from its entry.
   bool load_tables(const std::vector<char>* fresh = nullptr);
-  // The steps of a run of the record's own bytes that cannot be reused: those whose
-  // facts changed and every step reading from one; false when that cannot be done
-  // table by table.
+  // The steps of a run of the record's own bytes that cannot be reused: those whose facts
+  // changed and every step reading from one; false when not doable table by table.
   bool load_fresh();
   // Whether every step of a graph load_tables() made that it did not parse still rests
   // on facts that hold (and every request still fits, every tool answers the same):
@@ -314,8 +314,7 @@ struct Session::State {
   bool tables_hold() const;
   // The record's entries, decoded once; false when they do not decode.
   bool decode_entries();
-  // By table of `file`, read from `text`: 1 where its bytes are the settled record's
-  // (SettledReuse::same_tables).
+  // By table of `file`, from `text`: 1 where its bytes are the record's (same_tables).
   std::vector<char> tables_as_recorded(const PipelineFile& file) const;
   // By table, 1 where its bytes (at `now` in `text`, after a head of `head` bytes) are
   // not the record's, or it is past the record's last; nullopt when the two versions do
@@ -693,7 +692,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   // 2. Worker mode is refused before anything runs when it could not divide anything.
   if (o.worker) {
     if (o.worker->empty()) {
-      s.worker = generate_worker_name(Clock::real(), getpid());
+      s.worker = generate_worker_name(s.clock(), getpid());
     } else {
       auto name = check_worker_name(*o.worker);
       if (!name.ok()) return name.error().with_context("--worker");
@@ -736,7 +735,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   fs::create_directories(s.cache, ec);
   if (ec) return fail(Errc::kIo, fmt::format("cannot create {}: {}", s.cache, ec.message()));
   if (o.worker && !o.cache.empty()) {
-    auto l = CacheLock::acquire(s.cache, s.worker, s.place.host, Clock::real());
+    auto l = CacheLock::acquire(s.cache, s.worker, s.place.host, s.clock());
     if (!l.ok()) return l.error().with_context("--cache");
     s.lock.emplace(std::move(*l));
   }
@@ -762,7 +761,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
                         static_cast<double>(away.count()) / 1000.0));
   };
   auto patient =
-      std::make_unique<store::PatientStore>(std::move(*opened), std::move(patience), Clock::real());
+      std::make_unique<store::PatientStore>(std::move(*opened), std::move(patience), s.clock());
   s.patient = patient.get();
   s.store = std::move(patient);
   s.shared = s.store.get();
@@ -777,7 +776,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   s.report_path = (o.worker || !o.cache.empty() ? s.cache : s.bdir) + "/last-run.json";
   if (o.worker) {
     s.leases =
-        std::make_unique<Leases>(*s.shared, s.worker, Leases::new_token(), Clock::real(), s.lease);
+        std::make_unique<Leases>(*s.shared, s.worker, Leases::new_token(), s.clock(), s.lease);
   }
   fs::create_directories(s.cache + "/staging", ec);
   // This machine's index of what it knows; disposable, rebuilt from the store.
@@ -810,8 +809,8 @@ std::shared_ptr<const RecordedEntries> Session::State::recorded_steps() {
 }
 
 std::optional<RunOutcome> Session::State::run_settled() {
-  auto t0 = Clock::real().steady();
-  std::string started = utc_text(Clock::real().wall());
+  auto t0 = clock().steady();
+  std::string started = utc_text(clock().wall());
   const std::string& steps_path = previous_steps;
   if (steps_path.empty()) return std::nullopt;
   files::Fd steps(::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -844,7 +843,7 @@ std::optional<RunOutcome> Session::State::run_settled() {
       index->remember_settled(settled_name, settled_pointer(previous_record, bytes.size()));
     }
   }
-  header.elapsed_s = std::chrono::duration<double>(Clock::real().steady() - t0).count();
+  header.elapsed_s = std::chrono::duration<double>(clock().steady() - t0).count();
   RunOutcome out;
   out.settled = true;
   out.settled_head = report_json_head(header, settled->steps);
@@ -1166,7 +1165,7 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   std::optional<SettledReuse> reuse;
   if (s.settled) {
     std::optional<CaptureProbe> own;
-    s.check_ns = wall_ns(Clock::real().wall());
+    s.check_ns = wall_ns(s.clock().wall());
     s.check = check_settled(*s.settled, s.pool->nodes(), *s.store, s.probe(own));
     if (s.same && !s.check->difference) {
       if (auto answered = s.run_settled()) return std::move(*answered);
@@ -1212,6 +1211,7 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   ro.dry_run = s.o.dry_run;
   ro.fail_fast = s.o.fail_fast;
   ro.engine_version = s.o.engine_version;
+  ro.clock = s.o.clock;
   ro.platform = platform();
   ro.host = s.place.host;
   ro.machine = s.place.machine;

@@ -35,6 +35,7 @@
 #include "place/launcher.h"
 #include "place/pool.h"
 #include "topo/machine.h"
+#include "util/clock.h"
 #include "util/env.h"
 #include "util/result.h"
 
@@ -63,6 +64,8 @@ struct SessionOptions {
   // destroyed, not freed one allocation at a time (milliseconds for 10,000 steps).
   // Everything else — the index, the store, a cache lock — is closed as always.
   bool process_exits = false;
+  // The run's clock, for the session and everything it runs (null: the real one).
+  const Clock* clock = nullptr;
 };
 
 // Where the run happens: what the CLI's context (or Python's) discovered.

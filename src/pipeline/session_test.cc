@@ -14,6 +14,7 @@
 #include <string>
 
 #include "util/env.h"
+#include "util/fake_clock_for_test.h"
 
 namespace berth::pipeline {
 namespace {
@@ -88,6 +89,7 @@ class SessionTablesTest : public ::testing::Test {
     SessionOptions o;
     o.pipeline = (dir_ / "pipeline.toml").string();
     o.engine_version = "berth test";
+    o.clock = clock_;
     SessionPlace place;
     place.nodes = {place::PoolNode{"n0", cores_, {}, std::nullopt, "", {}}};
     place.host = "n0";
@@ -114,6 +116,7 @@ class SessionTablesTest : public ::testing::Test {
   fs::path dir_;
   std::vector<int> cores_ = {0, 1};
   Env env_ = Env::from_process();
+  const Clock* clock_ = nullptr;  // the run's clock; null: the real one
 };
 
 TEST_F(SessionTablesTest, AnEditedTableIsReadAloneAndTheOtherStepsComeFromTheRecord) {
@@ -140,6 +143,24 @@ TEST_F(SessionTablesTest, AnEditedTableIsReadAloneAndTheOtherStepsComeFromTheRec
   EXPECT_EQ(step(*r, "b").state, StepState::kExecuted);
   EXPECT_EQ(step(*r, "a").state, StepState::kCached);
   EXPECT_EQ(result("b"), "a\nB\n");
+}
+
+// The session is handed its clock, and everything it runs reads that one: an ordinary
+// run's report and a settled run's both start when the fake clock says.
+TEST_F(SessionTablesTest, TheRunTakesItsTimeFromTheClockItIsHanded) {
+  FakeClock fake;
+  clock_ = &fake;
+  const std::string when = utc_text(fake.wall());
+  auto r = run();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_TRUE(r->report.has_value());
+  EXPECT_EQ(r->report->started, when);
+  settle();
+  auto again = run();
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  ASSERT_TRUE(again->settled);
+  EXPECT_NE(again->settled_head.find("\"started\":\"" + when + "\""), std::string::npos)
+      << again->settled_head;
 }
 
 // The same bytes, a fact changed: the steps that rest on it, and what reads them, are
