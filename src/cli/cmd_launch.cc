@@ -13,12 +13,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 
 #include "cli/commands.h"
 #include "cli/exit.h"
-#include "launch/gpu_watch.h"
 #include "launch/job.h"
+#include "pipeline/gpu_proof.h"
 #include "place/context.h"
 #include "place/placement.h"
 #include "topo/cores.h"
@@ -38,62 +37,41 @@ namespace {
 // own is said on stderr. Only NVIDIA GPUs known by UUID; without NVML, a note.
 class RankGpuCheck {
  public:
-  RankGpuCheck(launch::JobSpec& spec, const std::vector<topo::GpuIdentity>& devices) {
-    if (spec.gpus.per_rank <= 0 || spec.gpus.variable != "CUDA_VISIBLE_DEVICES") return;
+  RankGpuCheck(launch::JobSpec& spec, const std::vector<topo::GpuIdentity>& devices)
+      : proof_(env_) {
+    if (spec.gpus.per_rank <= 0) return;
     auto bindings = launch::compute_bindings(spec);
     if (!bindings.ok()) return;  // run_job refuses the job, and says why
     auto per_rank = launch::assign_rank_gpus(spec.gpus, bindings->cpus);
     if (!per_rank.ok()) return;
-    for (const auto& ids : *per_rank) {
-      std::vector<std::string> uuids;
-      for (const auto& d : topo::identities_of(ids, devices)) {
-        if (d.uuid.empty()) return;  // a device it cannot name: nothing could be judged
-        uuids.push_back(d.uuid);
-      }
-      allowed_.push_back(std::move(uuids));
+    for (size_t r = 0; r < per_rank->size(); ++r) {
+      const auto& ids = (*per_rank)[r];
+      std::string notice;
+      ranks_.push_back(proof_.begin(spec.gpus.variable, ids, topo::identities_of(ids, devices),
+                                    fmt::format("rank {}", r), &notice));
+      if (!notice.empty()) std::fprintf(stderr, "berth: note: %s\n", notice.c_str());
     }
-    std::string why;
-    auto nvml = topo::open_nvml(Env::from_process(), &why);
-    if (!nvml) {
-      std::fprintf(stderr,
-                   "berth: note: GPU check: which devices each rank used is not checked: %s\n",
-                   why.c_str());
-      return;
-    }
-    watch_ = std::make_unique<launch::GpuWatch>(std::move(nvml));
     spec.on_started = [this](int rank, pid_t pid) {
-      if (rank < 0 || static_cast<size_t>(rank) >= allowed_.size()) return;
-      auto t =
-          watch_->watch(pid, allowed_[static_cast<size_t>(rank)], fmt::format("rank {}", rank));
-      std::lock_guard<std::mutex> lock(mu_);
-      tickets_.emplace_back(rank, t);
+      if (rank >= 0 && static_cast<size_t>(rank) < ranks_.size() && ranks_[rank]) {
+        ranks_[rank]->started(pid);
+      }
     };
   }
 
   // Says what the watch found, rank by rank.
   void finish() {
-    if (!watch_) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    std::sort(tickets_.begin(), tickets_.end());
-    for (const auto& [rank, t] : tickets_) {
-      auto report = watch_->finish(t);
-      for (const auto& f : report.findings) {
-        std::fprintf(stderr, "berth: GPU check: rank %d: %s\n", rank,
-                     launch::describe_finding(f, allowed_[static_cast<size_t>(rank)]).c_str());
-      }
-      if (!report.error.empty()) {
-        std::fprintf(stderr, "berth: GPU check: NVML could not be asked: %s\n",
-                     report.error.c_str());
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      if (!ranks_[r]) continue;
+      for (const std::string& n : ranks_[r]->finish()) {
+        std::fprintf(stderr, "berth: rank %zu: %s\n", r, n.c_str());
       }
     }
-    tickets_.clear();
   }
 
  private:
-  std::vector<std::vector<std::string>> allowed_;  // per rank, the UUIDs it was given
-  std::unique_ptr<launch::GpuWatch> watch_;
-  std::mutex mu_;
-  std::vector<std::pair<int, launch::GpuWatch::Ticket>> tickets_;
+  const Env env_ = Env::from_process();
+  pipeline::GpuProof proof_;
+  std::vector<std::unique_ptr<pipeline::GpuProof::Step>> ranks_;  // null: not checked
 };
 
 struct Flags {
@@ -303,9 +281,7 @@ int run_launch(CLI::App& app, const Flags& f) {
     auto devices = topo::read_gpu_identities(root, gpus->vendor);
     if (!devices.ok()) return report(devices.error().with_context("--gpus-per-rank"));
     // Where MIG is on, its instances are the devices, as berth machine shows them.
-    auto open_nvml = [&](std::string* why) {
-      return topo::open_nvml(Env::from_process(), why);
-    };
+    auto open_nvml = [&](std::string* why) { return topo::open_nvml(Env::from_process(), why); };
     auto mig = topo::describe_mig(root, open_nvml, *gpus, *devices);
     if (!mig.ok()) return report(mig.error().with_context("--gpus-per-rank"));
     spec.gpus.per_rank = f.gpus_per_rank;

@@ -33,20 +33,27 @@ std::vector<std::string> GpuProof::Step::finish() {
 
 std::unique_ptr<GpuProof::Step> GpuProof::begin(const place::Placement& p, std::string label,
                                                 std::string* notice) {
-  if (p.gpu_variable != "CUDA_VISIBLE_DEVICES" || p.gpu_ids.empty()) return nullptr;
+  return begin(p.gpu_variable, p.gpu_ids, p.gpu_devices, std::move(label), notice);
+}
+
+std::unique_ptr<GpuProof::Step> GpuProof::begin(const std::string& variable,
+                                                const std::vector<std::string>& ids,
+                                                const std::vector<topo::GpuIdentity>& devices,
+                                                std::string label, std::string* notice) {
+  if (variable != "CUDA_VISIBLE_DEVICES" || ids.empty()) return nullptr;
   std::vector<std::string> allowed;
-  for (size_t g = 0; g < p.gpu_ids.size(); ++g) {
-    const std::string& id = p.gpu_ids[g];
+  for (size_t g = 0; g < ids.size(); ++g) {
+    const std::string& id = ids[g];
     if (id.rfind("GPU-", 0) == 0 || id.rfind("MIG-", 0) == 0) {
       allowed.push_back(id);
-    } else if (g < p.gpu_devices.size() && !p.gpu_devices[g].uuid.empty()) {
-      allowed.push_back(p.gpu_devices[g].uuid);
+    } else if (g < devices.size() && !devices[g].uuid.empty()) {
+      allowed.push_back(devices[g].uuid);
     } else {
       // A device it cannot name: nothing could be judged.
       std::call_once(told_unnamed_, [&] {
         if (notice) {
           *notice = fmt::format(
-              "GPU check: which devices steps used is not checked where the driver's files "
+              "GPU check: which devices were used is not checked where the driver's files "
               "give a device no UUID (GPU {} here)",
               id);
         }
@@ -68,7 +75,7 @@ std::unique_ptr<GpuProof::Step> GpuProof::begin(const place::Placement& p, std::
   if (!watch_) {
     if (first && notice) {
       *notice = fmt::format(
-          "GPU check: which devices each step used is not checked, because NVML is not "
+          "GPU check: which devices were used is not checked, because NVML is not "
           "available ({})",
           why_not_);
     }

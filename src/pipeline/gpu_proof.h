@@ -51,6 +51,11 @@ class GpuProof {
   // NVIDIA GPU given, a device not known by UUID, or no NVML (the last two said once
   // per run, as `*notice`).
   std::unique_ptr<Step> begin(const place::Placement& p, std::string label, std::string* notice);
+  // The same for a process given `ids` of `variable`, `devices` their identities
+  // (aligned with ids; may be shorter): a rank of berth launch --gpus-per-rank.
+  std::unique_ptr<Step> begin(const std::string& variable, const std::vector<std::string>& ids,
+                              const std::vector<topo::GpuIdentity>& devices, std::string label,
+                              std::string* notice);
 
   // CUDA uses one MIG instance per process: a step given several sees only the first.
   // The notice saying so, or nothing.

@@ -231,8 +231,8 @@ X
       --sysfs-root "$R" -- sh -c "echo \$\$ $(uuid 3) >> $T/proof/held; sleep 1.5"
     expect_eq "proof, launch: exit 0" "$RC" 0
     expect_contains "proof, launch: rank 0 on a device not its own" "$ERR" \
-      "berth: GPU check: rank 0: process"
-    expect_contains "proof, launch: rank 1 too" "$ERR" "berth: GPU check: rank 1: process"
+      "berth: rank 0: GPU check: process"
+    expect_contains "proof, launch: rank 1 too" "$ERR" "berth: rank 1: GPU check: process"
   fi
   # Without NVML the run says, once, that nothing was checked.
   rm -rf .berth results
