@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/context.h"
 #include "cli/exit.h"
 #include "cli/flag_hint.h"
 #include "cli/version.h"
@@ -59,7 +60,8 @@ std::optional<std::vector<std::string>>& berth::cli::command_tail() {
 int main(int argc, char** argv) {
   // Before any thread: hwloc's unused plugins left out, through the one variable
   // berth sets in its own environment (and hands on to nothing it starts).
-  if (auto v = berth::topo::HwlocCpuReader::unused_plugins(berth::Env::from_process())) {
+  // (process_env() is taken here, before it, once for the whole command.)
+  if (auto v = berth::topo::HwlocCpuReader::unused_plugins(berth::cli::process_env())) {
     berth::Env::set_for_berth_only(v->first, v->second);
   }
   // What the floors below cannot hand up as a value (util/say.h) is said here.
