@@ -414,29 +414,13 @@ struct RunJob {
     exit_code = outcome->exit_code;
     worker = outcome->worker;
     settled = outcome->settled;
-    if (!outcome->settled) {
-      report = outcome->ordinary_report_json();
-    } else {
-      // A settled run's report is the record's head, the steps file and the tail,
-      // written out rather than held: read it back whole.
-      int fd = ::memfd_create("berth-report", MFD_CLOEXEC);
-      if (fd < 0) {
-        error = Error(Errc::kIo, std::string("memfd_create: ") + std::strerror(errno));
-        return finish();
-      }
-      files::Fd owned(fd);
-      auto w = outcome->write_report(fd);
-      if (!w.ok()) {
-        error = w.error();
-        return finish();
-      }
-      auto text = files::read_file("/proc/self/fd/" + std::to_string(fd), size_t{1} << 34);
-      if (!text.ok()) {
-        error = text.error();
-        return finish();
-      }
-      report = std::move(*text);
+    // A settled run's report is the record's steps file with its overrides: read now.
+    auto text = outcome->report_json_text();
+    if (!text.ok()) {
+      error = text.error();
+      return finish();
     }
+    report = std::move(*text);
     finish();
   }
 };

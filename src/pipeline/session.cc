@@ -20,7 +20,10 @@
 #include "pipeline/index.h"
 #include "pipeline/lease.h"
 #include "pipeline/pipeline_file.h"
+#include "pipeline/previous_basis.h"
 #include "pipeline/probe.h"
+#include "pipeline/publish.h"
+#include "pipeline/record_graph.h"
 #include "pipeline/settled.h"
 #include "pipeline/targets.h"
 #include "pipeline/worker.h"
@@ -67,169 +70,7 @@ std::string platform() {
   return fmt::format("{} {} {}", u.sysname, u.release, u.machine);
 }
 
-// Step name -> what its key was computed from, in the previous run's report.
-std::map<std::string, std::string> previous_bases(const std::string& report_path) {
-  std::map<std::string, std::string> out;
-  auto text = files::read_file(report_path);
-  if (!text.ok()) return out;
-  // Only each step's name and basis are kept while parsing: the rest of a 10,000-step
-  // report (outputs, reasons, times) is megabytes nobody reads here.
-  using json = nlohmann::json;
-  auto keep = [](int depth, json::parse_event_t event, json& parsed) {
-    if (event != json::parse_event_t::key) return true;
-    if (depth == 1) return parsed == "steps";
-    if (depth == 3) return parsed == "name" || parsed == "basis";
-    return true;
-  };
-  if (str::json_deeper_than(*text, kMaxReportDepth)) return out;
-  auto j = json::parse(*text, keep, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array()) {
-    return out;
-  }
-  for (const auto& s : j["steps"]) {
-    if (!s.is_object() || !s.contains("name") || !s["name"].is_string()) continue;
-    if (!s.contains("basis") || !s["basis"].is_object()) continue;
-    out[s["name"].get<std::string>()] = s["basis"].dump();
-  }
-  return out;
-}
-
-// Stores a run's report with the run: a row whose steps are an object, so that runs
-// reporting the same steps (every settled run) store them once, and a report of any
-// size fits a row. The steps are `steps_object` when it is already stored — with
-// `steps_changed`, the run's entries that differ from that object's entry of the same
-// name — else `steps()` is stored. Returns the steps' object name.
-Result<std::string> store_report(const RunReport& r, std::string steps_object,
-                                 const std::function<Result<std::string_view>()>& steps,
-                                 std::optional<size_t> settled_steps, store::ObjectStore& shared,
-                                 std::vector<std::string_view> steps_changed = {}) {
-  bool present = false;
-  if (!steps_object.empty()) {
-    auto has = shared.has_object(steps_object);
-    present = has.ok() && *has;
-  }
-  if (!present) {
-    BERTH_TRY(std::string_view bytes, steps());
-    BERTH_TRY(steps_object, shared.put_object(bytes));
-    steps_changed.clear();
-  }
-  auto addr = store::row_address(
-      "runs", fmt::format("{}-{}{}", r.started, r.worker.empty() ? "" : r.worker + "-", getpid()));
-  BERTH_CHECK(
-      shared.put_row(addr, report_json(r, steps_object, true, settled_steps, steps_changed)));
-  return steps_object;
-}
-
-// Writes bytes [from, to) of the file `in` to `out` where it stands, by the kernel
-// (sendfile), falling back to read and write where sendfile cannot.
-Result<void> send_file(int in, int out, size_t from, size_t to, const std::string& what) {
-  auto off = static_cast<off_t>(from);
-  const size_t n = to;
-  while (static_cast<size_t>(off) < n) {
-    ssize_t k = ::sendfile(out, in, &off, n - static_cast<size_t>(off));
-    if (k > 0) continue;
-    if (k < 0 && errno == EINTR) continue;
-    if (k == 0) return fail(Errc::kIo, what + ": ended early");
-    if (errno != EINVAL && errno != ENOSYS) return files::os_error(what, "sendfile", errno);
-    char buf[1 << 16];
-    while (static_cast<size_t>(off) < n) {
-      ssize_t got = ::pread(in, buf, std::min(sizeof buf, n - static_cast<size_t>(off)), off);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return fail(Errc::kIo, what + ": ended early");
-      BERTH_CHECK(files::write_all(out, buf, static_cast<size_t>(got), what));
-      off += got;
-    }
-  }
-  return Ok{};
-}
-
-// head, then the steps file (`object_bytes` long) with `overrides` in place, then the
-// report's tail, to `out`.
-Result<void> write_report_to(int out, std::string_view head, int steps_fd, size_t object_bytes,
-                             const std::vector<SettledOverride>& overrides,
-                             const std::string& what) {
-  BERTH_CHECK(files::write_all(out, head.data(), head.size(), what));
-  size_t pos = 0;
-  for (const auto& v : overrides) {
-    BERTH_CHECK(send_file(steps_fd, out, pos, v.offset, what));
-    BERTH_CHECK(files::write_all(out, v.entry.data(), v.entry.size(), what));
-    pos = v.offset + v.length;
-  }
-  BERTH_CHECK(send_file(steps_fd, out, pos, object_bytes, what));
-  return files::write_all(out, kReportTail.data(), kReportTail.size(), what);
-}
-
-// The same, to `path`, atomically (a temporary file renamed over it), not fsynced, as
-// an ordinary run's report is written.
-Result<void> write_report_file(const std::string& path, std::string_view head, int steps_fd,
-                               size_t object_bytes, const std::vector<SettledOverride>& overrides) {
-  std::string tmp;
-  BERTH_TRY(files::Fd fd, files::create_temp(files::parent_dir(path), 0644, &tmp));
-  files::TempGuard guard{tmp};
-  BERTH_CHECK(write_report_to(fd.get(), head, steps_fd, object_bytes, overrides, tmp));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return files::os_error(path, "rename onto", errno);
-  guard.disarm();
-  return Ok{};
-}
-
-// head, steps and the report's tail, to `out`.
-Result<void> write_pieces_to(int out, std::string_view head, std::string_view steps,
-                             const std::string& what) {
-  BERTH_CHECK(files::write_all(out, head.data(), head.size(), what));
-  BERTH_CHECK(files::write_all(out, steps.data(), steps.size(), what));
-  return files::write_all(out, kReportTail.data(), kReportTail.size(), what);
-}
-
-// The same, to `path`, atomically, not fsynced (the runs row is the durable record).
-Result<void> write_pieces_file(const std::string& path, std::string_view head,
-                               std::string_view steps) {
-  std::string tmp;
-  BERTH_TRY(files::Fd fd, files::create_temp(files::parent_dir(path), 0644, &tmp));
-  files::TempGuard guard{tmp};
-  BERTH_CHECK(write_pieces_to(fd.get(), head, steps, tmp));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return files::os_error(path, "rename onto", errno);
-  guard.disarm();
-  return Ok{};
-}
-
 }  // namespace
-
-std::string RunOutcome::ordinary_report_json() const {
-  // A dry run's is made only now that it is asked for (publish()).
-  if (report_head.empty() && report) return pipeline::report_json(*report);
-  std::string spliced;
-  if (report_object) {
-    // Overrides publish() made against the object: they lie in it, in order.
-    if (auto made = splice_overrides(*report_object, report_overrides); made.ok()) {
-      spliced = std::move(*made);
-    }
-  }
-  const std::string& s = report_object ? spliced : report_steps;
-  std::string out;
-  out.reserve(report_head.size() + s.size() + kReportTail.size());
-  out.append(report_head).append(s).append(kReportTail);
-  return out;
-}
-
-Result<void> RunOutcome::write_report(int fd) const {
-  // A dry run's report, made now; an edit's rerun's, spliced from its object.
-  if (!settled && (report_object || (report_head.empty() && report))) {
-    std::string text = ordinary_report_json();
-    return files::write_all(fd, text.data(), text.size(), "stdout");
-  }
-  if (!settled) return write_pieces_to(fd, report_head, report_steps, "stdout");
-  files::Fd steps_fd(::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!steps_fd.valid()) return files::os_error(steps_path, "open", errno);
-  return write_report_to(fd, settled_head, steps_fd.get(), steps_bytes, overrides, "stdout");
-}
-
-// How many bytes of executed steps' entries a run's row carries in place of its own
-// steps object (store_report()); past this, the steps are stored whole.
-constexpr size_t kMaxStepsChangedBytes = 256 * 1024;
-// How many bytes of entries a settled record carries as overrides of its steps object
-// (and at most half the object's) before the next run that records keeps the steps as
-// an object of their own.
-constexpr size_t kMaxOverrideBytes = 64 * 1024;
 
 struct Session::State {
   SessionOptions o;
@@ -314,59 +155,37 @@ struct Session::State {
   bool tables_hold() const;
   // The record's entries, decoded once; false when they do not decode.
   bool decode_entries();
-  // By table of `file`, from `text`: 1 where its bytes are the record's (same_tables).
-  std::vector<char> tables_as_recorded(const PipelineFile& file) const;
-  // By table, 1 where its bytes (at `now` in `text`, after a head of `head` bytes) are
-  // not the record's, or it is past the record's last; nullopt when the two versions do
-  // not split alike (another head, a record whose own file does not split as it says).
-  std::optional<std::vector<char>> changed_tables(size_t head,
-                                                  const std::vector<TableSpan>& now) const;
   place::VersionProbe& probe(std::optional<CaptureProbe>& own) {
     if (place.probe != nullptr) return *place.probe;
     own.emplace(env);
     return *own;
   }
-  // A run answered from its settled record, when every fact of the record holds
-  // (`check`) and its steps file is whole; nullopt otherwise.
-  std::optional<RunOutcome> run_settled();
   // The entries a rerun of the settled record reports (in its steps object, or its
   // overrides), for an ordinary run to reuse; null when the object's file is missing or
   // not the record's length. Keeps the object's bytes in `previous_object`.
   std::shared_ptr<const RecordedEntries> recorded_steps();
-  // The ordinary run's report: written, stored, and the settled record kept or dropped.
-  void publish(RunReport& rep, const RunOptions& ro, RunOutcome& out);
-  // Stores `steps` and keeps them in the cache as the file a settled record names
-  // (settled_steps_path()), written once: the store is handed that very file, which a
-  // file store on this filesystem (or a worker's local tier) links as its copy, so
-  // that megabytes are not written and made durable twice. Returns the object's name
-  // and the file.
-  Result<std::pair<std::string, std::string>> keep_settled_steps(std::string_view steps);
-  // The overrides that make the steps object of the record found into `steps` (entries
-  // at `at`, for the steps of `rec`), with where the object's entries lie in
-  // `object_spans`; nullopt when the object is not this run's to keep: no record read,
-  // other steps, or more differences than kMaxOverrideBytes or half the object.
-  std::optional<std::vector<SettledOverride>> overrides_for(const Settled& rec,
-                                                            std::string_view steps,
-                                                            const EntrySpans& at,
-                                                            EntrySpans& object_spans) const;
-  // An edit's rerun set against the last record's object, entry by entry (publish()).
-  struct Spliced {
-    std::vector<SettledOverride> report;  // the report's entries that differ from the object
-    std::vector<SettledOverride> rerun;   // those of the steps a rerun reports
-    EntrySpans at;                        // each entry in the steps a rerun reports
-    size_t rerun_bytes = 0;               // how long those steps are
-  };
-  // nullopt when `rep` is not the last record's steps in its order, when the steps a
-  // rerun reports would differ from its object by more than kMaxOverrideBytes (or half
-  // the object), or when the object is not laid out as berth writes steps.
-  std::optional<Spliced> splice_on_object(const RunReport& rep) const;
-  // The record of `rep` (with RunOptions::record_settled): its entries at `at` in the
-  // steps a rerun reports (`steps_bytes` long), the object `kept_steps` names (its file)
-  // `object_bytes` long with `overrides`; written and remembered by the index, unless
-  // no steps were kept. The previous record and its steps file go unless they are it.
-  void keep_record(RunReport& rep, std::optional<std::pair<std::string, std::string>> kept_steps,
-                   const EntrySpans& at, size_t steps_bytes, size_t object_bytes,
-                   std::vector<SettledOverride> overrides);
+  // The record found, and where this run publishes (publish.h).
+  PreviousRecord previous() {
+    return {settled ? &*settled : nullptr, previous_object, previous_steps, previous_record,
+            record_bytes, entries_at};
+  }
+  PublishPlace publish_place() const {
+    PublishPlace p;
+    p.store = store.get();
+    p.shared = shared;
+    p.index = index.get();
+    p.cache = cache;
+    p.report_path = report_path;
+    p.settled_name = settled_name;
+    p.context = [this] { return context(); };
+    p.base = [this] { return base(); };
+    p.tables = tables;
+    p.globbed = globbed;
+    p.check = check ? &*check : nullptr;
+    p.check_ns = check_ns;
+    p.say = sinks.say;
+    return p;
+  }
 };
 
 Session::Session(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -397,40 +216,6 @@ Session::~Session() {
 constexpr size_t kNearby = 4;
 constexpr size_t kAstrayBeforeTable = 64;
 
-std::optional<std::vector<char>> Session::State::changed_tables(
-    size_t head, const std::vector<TableSpan>& now) const {
-  // Both versions split alike: the same head, the record's as many tables as it says.
-  auto old_text = same ? std::optional<std::string_view>(text)
-                       : settled_context_pipeline(settled->context);
-  auto old = old_text ? split_step_tables(*old_text) : std::nullopt;
-  if (!old || old->tables.size() != settled->tables ||
-      old_text->substr(0, old->head) != std::string_view(text).substr(0, head)) {
-    return std::nullopt;
-  }
-  // A table past the record's last is new: changed.
-  std::vector<char> changed(now.size(), 1);
-  for (size_t k = 0; k < now.size() && k < old->tables.size(); ++k) {
-    const TableSpan& was = old->tables[k];
-    changed[k] = !same && old_text->substr(was.offset, was.length) !=
-                              std::string_view(text).substr(now[k].offset, now[k].length);
-  }
-  return changed;
-}
-
-std::vector<char> Session::State::tables_as_recorded(const PipelineFile& file) const {
-  // Both versions of the file read table by table, and the same head: table k's steps
-  // are what they were when its bytes are. Not a table whose foreach values are found
-  // among the files present: the same bytes may expand to other steps.
-  if (settled->tables == 0 || file.tables.empty()) return {};
-  auto changed = changed_tables(file.tables[0].offset, file.tables);
-  if (!changed) return {};
-  std::vector<char> as_recorded(file.tables.size(), 0);
-  for (size_t k = 0; k < as_recorded.size(); ++k) {
-    as_recorded[k] = file.steps[k].foreach_globs.empty() && !(*changed)[k];
-  }
-  return as_recorded;
-}
-
 // A parsed file of more bytes than this is freed once read, even by a process about to
 // exit: its tree (a node per value, 10^6 of them for one foreach key) would stay
 // through the run, most of what a dry run of 10^6 steps peaks at, to save milliseconds
@@ -444,7 +229,7 @@ Result<void> Session::State::load_graph() {
   if (o.process_exits && text.size() < kKeepDocumentBelow) document = std::move(kept);
   kept.reset();
   tables = file.tables.size();
-  if (settled && !same) same_tables = tables_as_recorded(file);
+  if (settled && !same) same_tables = tables_as_recorded(text, same, *settled, file);
   globbed.clear();
   for (const StepSpec& spec : file.steps) {
     if (spec.finds_values_in_files()) globbed.push_back(static_cast<uint32_t>(spec.index));
@@ -478,10 +263,6 @@ Result<void> Session::State::load_graph() {
   return Ok{};
 }
 
-// At most this many of a file's tables are read alone after an edit (load_tables());
-// an edit of more is read whole.
-constexpr size_t kMostTablesReadAgain = 256;
-
 bool Session::State::decode_entries() {
   if (!entries_decoded) {
     entries_decoded = decode_settled_entries(*record_bytes, entries_at, *settled).ok();
@@ -490,124 +271,28 @@ bool Session::State::decode_entries() {
 }
 
 bool Session::State::load_tables(const std::vector<char>* fresh) {
-  if (!settled || same != (fresh != nullptr) || !may_settle || settled->tables == 0) {
-    return false;
-  }
-  // Which tables changed (none, with the record's own bytes).
-  auto now = split_step_tables(text);
-  auto changed = now ? changed_tables(now->head, now->tables) : std::nullopt;
-  if (!changed || now->tables.size() != settled->tables) return false;
-  const size_t n = now->tables.size();
-  std::vector<char> again = std::move(*changed);  // read alone again, every step of it
-  std::vector<char> read(n, 0);  // read alone again, for some of its steps or all
-  std::vector<size_t> which;
-  // A table that finds its values among the files may expand otherwise from the same
-  // bytes: it is always read again.
-  for (uint32_t k : settled->globbed) again[k] = 1;
-  if (!decode_entries()) return false;
-  if (!recorded) recorded = recorded_steps();
-  const auto& entries = settled->entries;
-  if (!recorded || recorded->text.size() != entries.size()) return false;
-  if (fresh && fresh->size() != entries.size()) return false;
-  // The steps made afresh: every step of a table read again whole, and those asked for.
-  std::vector<char> made(entries.size(), 0);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].table >= n) return false;
-    made[i] = again[entries[i].table] || (fresh && (*fresh)[i]);
-    if (made[i]) read[entries[i].table] = 1;
-  }
-  for (size_t k = 0; k < n; ++k) {
-    if (read[k]) which.push_back(k);
-  }
-  if (which.empty() || which.size() > kMostTablesReadAgain) return false;
-  // The record's steps by name; which of them the tables read again expand to.
-  std::unordered_map<std::string_view, size_t> at;
-  at.reserve(entries.size());
-  size_t expected = 0;
-  std::set<std::pair<size_t, uint32_t>> wanted;  // a table's combinations made afresh
-  for (size_t i = 0; i < entries.size(); ++i) {
-    at.emplace(entries[i].name, i);
-    if (!made[i]) continue;
-    ++expected;
-    if (!again[entries[i].table]) wanted.emplace(entries[i].table, entries[i].combination);
-  }
-  std::shared_ptr<const void> kept;
-  auto part = read_step_tables(text, o.pipeline, *now, which, kept);
-  if (!part) return false;
-  auto found = discover_foreach(*part, DiscoveryFs::real());
-  if (!found.ok()) return false;
-  Graph g;
-  g.path = part->path;
-  g.dir = part->dir;
-  g.name = part->name;
-  g.tools = part->tools;
-  std::vector<uint32_t> globs;
-  for (const StepSpec& spec : part->steps) {
-    if (spec.finds_values_in_files()) globs.push_back(static_cast<uint32_t>(spec.index));
-  }
-  GraphPlaces places;
-  places.index_of = [&at](std::string_view name) -> std::optional<size_t> {
-    auto it = at.find(name);
-    if (it == at.end()) return std::nullopt;
-    return it->second;
+  if (!settled || !may_settle) return false;
+  RecordGraphInput in;
+  in.text = text;
+  in.path = o.pipeline;
+  in.record = &*settled;
+  in.same = same;
+  in.fresh = fresh;
+  in.recorded = [this]() -> const RecordedEntries* {
+    if (!decode_entries()) return nullptr;
+    if (!recorded) recorded = recorded_steps();
+    return recorded.get();
   };
-  // A step not read again is reused; its outputs are what its entry says.
-  const RecordedEntries& texts = *recorded;
-  places.outputs_of = [&texts](size_t i) {
-    std::vector<std::string> names;
-    auto j = nlohmann::json::parse(texts.text[i], nullptr, false);
-    if (j.is_object() && j.contains("outputs") && j["outputs"].is_object()) {
-      for (const auto& item : j["outputs"].items()) names.push_back(item.key());
-    }
-    return names;
-  };
-  // Of a table read for some of its steps, only theirs.
-  std::function<bool(size_t, uint32_t)> only = [&again, &wanted](size_t table, uint32_t c) {
-    return again[table] || wanted.count({table, c}) > 0;
-  };
-  auto expanded = expand_tables(std::move(*part), files::exists, places, &only);
-  if (!expanded.ok() || expanded->size() != expected) return false;
-  // Each step of a table read again takes its own entry's place: the same name, table
-  // and foreach combination, reading from the same steps (so the graph is the one
-  // reading the whole file gives, in the same order); each other step reads nothing
-  // that was read again.
-  std::vector<Step*> placed(entries.size(), nullptr);
-  for (Step& st : *expanded) {
-    auto it = at.find(st.name);
-    if (it == at.end() || placed[it->second] != nullptr) return false;
-    const SettledStep& e = entries[it->second];
-    if (e.table != st.spec || e.combination != st.combination ||
-        !std::equal(st.deps.begin(), st.deps.end(), e.deps.begin(), e.deps.end())) {
-      return false;
-    }
-    placed[it->second] = &st;
-  }
-  g.steps.reserve(entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (placed[i] != nullptr) {
-      g.steps.push_back(std::move(*placed[i]));
-      continue;
-    }
-    const SettledStep& e = entries[i];
-    for (uint32_t d : e.deps) {
-      if (made[d]) return false;
-    }
-    Step& st = g.steps.emplace_back();
-    st.name = e.name;
-    st.spec = e.table;
-    st.combination = e.combination;
-    st.deps.assign(e.deps.begin(), e.deps.end());
-    st.from_record = true;
-  }
-  graph = std::move(g);
+  auto made = graph_from_record(in, DiscoveryFs::real(), files::exists);
+  if (!made) return false;
+  graph = std::move(made->graph);
   from_tables = true;
-  tables_again = which.size();
-  tables = n;
-  globbed = std::move(globs);
-  discovered = std::move(*found);
-  same_tables.assign(n, 0);
-  for (size_t k = 0; k < n; ++k) same_tables[k] = !again[k];
-  if (o.process_exits) document = std::move(kept);
+  tables_again = made->tables_read;
+  tables = made->tables;
+  globbed = std::move(made->globbed);
+  discovered = std::move(made->discovered);
+  same_tables = std::move(made->same_tables);
+  if (o.process_exits) document = std::move(made->document);
   return true;
 }
 
@@ -617,24 +302,13 @@ bool Session::State::load_fresh() {
   if (!same || !check || !check->tools_same || !check->requests_fit || !decode_entries()) {
     return false;
   }
-  const auto& entries = settled->entries;
-  std::vector<char> fresh(entries.size(), 0);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const SettledStep& e = entries[i];
-    fresh[i] = !check->holds(e);
-    // What reads a step made afresh is keyed again: made afresh too (deps come first).
-    for (uint32_t d : e.deps) fresh[i] |= fresh[d];
-  }
+  std::vector<char> fresh = entries_made_afresh(*settled, *check);
   return load_tables(&fresh);
 }
 
 bool Session::State::tables_hold() const {
-  if (!recorded || !check || !check->tools_same || !check->requests_fit) return false;
-  for (const Step& st : graph->steps) {
-    if (!st.from_record) continue;
-    if (!check->holds(settled->entries[&st - graph->steps.data()])) return false;
-  }
-  return true;
+  return recorded && check && check->tools_same && check->requests_fit &&
+         record_steps_hold(*graph, *settled, *check);
 }
 
 Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPlace place,
@@ -808,354 +482,6 @@ std::shared_ptr<const RecordedEntries> Session::State::recorded_steps() {
   return recorded_entries(*settled, previous_object);
 }
 
-std::optional<RunOutcome> Session::State::run_settled() {
-  auto t0 = clock().steady();
-  std::string started = utc_text(clock().wall());
-  const std::string& steps_path = previous_steps;
-  if (steps_path.empty()) return std::nullopt;
-  files::Fd steps(::open(steps_path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!steps.valid()) return std::nullopt;
-  const int steps_fd = steps.get();
-  struct stat sb {};
-  if (::fstat(steps_fd, &sb) != 0 || static_cast<size_t>(sb.st_size) != settled->object_bytes) {
-    return std::nullopt;
-  }
-  RunReport header;
-  header.pipeline = settled->pipeline;
-  header.store = store->describe();
-  header.started = started;
-  header.notices = store->notices();
-  // A steps file whose bytes are not the object's is not used: checked when the object
-  // must be stored again, before anything is written.
-  std::string steps_object = settled->steps_object;
-  if (auto has = shared->has_object(steps_object); !has.ok() || !*has) {
-    auto bytes = files::read_file(steps_path, settled->object_bytes + 1);
-    auto name = bytes.ok() ? shared->put_object(*bytes) : Result<std::string>(bytes.error());
-    if (name.ok() && *name != steps_object) return std::nullopt;
-    if (!name.ok()) steps_object.clear();
-  }
-  // Racy inputs whose bytes the check read again, and which are no longer racy: from
-  // now on their stamps are proof, and the record says so.
-  if (check->racy_verified > 0 && settle_racy_inputs(*settled, check_ns) &&
-      decode_settled_entries(*record_bytes, entries_at, *settled).ok()) {
-    std::string bytes = encode_settled(*settled);
-    if (files::write_file_atomic(previous_record, bytes, false).ok()) {
-      index->remember_settled(settled_name, settled_pointer(previous_record, bytes.size()));
-    }
-  }
-  header.elapsed_s = std::chrono::duration<double>(clock().steady() - t0).count();
-  RunOutcome out;
-  out.settled = true;
-  out.settled_head = report_json_head(header, settled->steps);
-  out.steps_path = steps_path;
-  out.steps_bytes = settled->object_bytes;
-  out.overrides = settled->overrides;
-  out.steps = settled->steps;
-  out.elapsed_s = header.elapsed_s;
-  if (auto w = write_report_file(report_path, out.settled_head, steps_fd, out.steps_bytes,
-                                 out.overrides);
-      !w.ok()) {
-    say(w.error().message());
-  }
-  // The row names the object and carries the entries that differ from it.
-  std::vector<std::string_view> changed;
-  for (const auto& v : settled->overrides) changed.push_back(v.entry);
-  auto stored = store_report(
-      header, steps_object,
-      [&]() -> Result<std::string_view> { return fail(Errc::kIo, "the steps' object is missing"); },
-      settled->steps, *shared, std::move(changed));
-  if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
-  return out;
-}
-
-Result<std::pair<std::string, std::string>> Session::State::keep_settled_steps(
-    std::string_view steps) {
-  std::string dir = cache + "/settled";
-  std::error_code mk;
-  fs::create_directories(dir, mk);
-  if (mk) return files::os_error(dir, "mkdir", mk.value());
-  std::string tmp;
-  BERTH_TRY(files::Fd fd, files::create_temp(dir, 0644, &tmp));
-  files::TempGuard guard{tmp};
-  BERTH_CHECK(files::write_all(fd.get(), steps.data(), steps.size(), tmp));
-  BERTH_TRY(std::string name, shared->adopt_object_file(tmp));
-  // Linked as the store's copy, this file is made durable as the store makes its
-  // objects (publish() stores the run's row after it). The store took a copy instead
-  // (another filesystem, a remote store, the object there already): this one is made
-  // durable on its own, as a record's steps must be whole when the record is.
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || st.st_nlink < 2) BERTH_CHECK(files::fsync_fd(fd.get(), tmp));
-  fd.reset();
-  std::string path = settled_steps_path(cache, name);
-  if (path.empty()) return fail(Errc::kIo, "the store named the settled steps " + name);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return files::os_error(path, "rename onto", errno);
-  guard.disarm();
-  return std::make_pair(std::move(name), std::move(path));
-}
-
-std::optional<std::vector<SettledOverride>> Session::State::overrides_for(
-    const Settled& rec, std::string_view steps, const EntrySpans& at,
-    EntrySpans& object_spans) const {
-  if (!settled || !previous_object || previous_steps.empty()) return std::nullopt;
-  const Settled& last = *settled;
-  if (last.entries.size() != rec.entries.size()) return std::nullopt;
-  for (size_t i = 0; i < rec.entries.size(); ++i) {
-    if (last.entries[i].name != rec.entries[i].name) return std::nullopt;
-  }
-  auto spans = settled_object_spans(last);
-  if (!spans) return std::nullopt;
-  // Overrides are worth keeping while they are a small part of the steps.
-  size_t most = std::min(kMaxOverrideBytes, previous_object->size() / 2);
-  auto made = settled_overrides(*previous_object, *spans, steps, at, most);
-  if (made) object_spans = std::move(*spans);
-  return made;
-}
-
-std::optional<Session::State::Spliced> Session::State::splice_on_object(
-    const RunReport& rep) const {
-  if (!settled || !previous_object || previous_steps.empty() || !rep.settled) return std::nullopt;
-  const Settled& last = *settled;
-  std::string_view object = *previous_object;
-  const size_t n = rep.steps.size();
-  if (n == 0 || last.entries.size() != n || rep.settled->entries.size() != n) return std::nullopt;
-  auto spans = settled_object_spans(last);
-  if (!spans) return std::nullopt;
-  // The object is "[" entry ("," entry)* "]", as every steps text berth writes: the
-  // steps made from it by overrides keep that layout, and entry i lies where it did.
-  size_t expect = 1;
-  for (size_t i = 0; i < n; ++i) {
-    const auto& [oo, ol] = (*spans)[i];
-    if (oo != expect || object[oo - 1] != (i == 0 ? '[' : ',')) return std::nullopt;
-    expect = oo + ol + 1;
-  }
-  if (expect != object.size() || object.back() != ']') return std::nullopt;
-  const size_t most = std::min(kMaxOverrideBytes, object.size() / 2);
-  Spliced sp;
-  sp.at.reserve(n);
-  size_t pos = 1, rerun_overrides = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const StepRecord& r = rep.steps[i];
-    if (r.name != last.entries[i].name || rep.settled->entries[i].name != r.name) {
-      return std::nullopt;
-    }
-    const auto& [oo, ol] = (*spans)[i];
-    std::string_view theirs(object.data() + oo, ol);
-    std::string fresh_report, fresh_rerun;
-    std::string_view report_entry, rerun_entry;
-    bool report_same = false, rerun_same = false;
-    if (!r.recorded.empty()) {
-      // Reused: the same text in the report and for a rerun. An entry that is the
-      // object's own bytes (recorded_entries()) is the object's without a comparison.
-      report_entry = rerun_entry = r.recorded;
-      report_same = r.recorded.data() == theirs.data() && r.recorded.size() == theirs.size();
-      if (!report_same) report_same = r.recorded == theirs;
-      rerun_same = report_same;
-    } else {
-      fresh_report = step_entry_json(r, false);
-      fresh_rerun = step_entry_json(r, true);
-      report_entry = fresh_report;
-      rerun_entry = fresh_rerun;
-      report_same = report_entry == theirs;
-      rerun_same = rerun_entry == theirs;
-    }
-    if (!rerun_same) {
-      rerun_overrides += rerun_entry.size();
-      if (rerun_overrides > most) return std::nullopt;
-      sp.rerun.push_back({oo, ol, std::string(rerun_entry)});
-    }
-    if (!report_same) sp.report.push_back({oo, ol, std::string(report_entry)});
-    sp.at.emplace_back(pos, rerun_entry.size());
-    pos += rerun_entry.size() + 1;
-  }
-  sp.rerun_bytes = pos;
-  return sp;
-}
-
-void Session::State::publish(RunReport& rep, const RunOptions& ro, RunOutcome& out) {
-  // A dry run's report is neither kept nor stored, and records nothing: its JSON,
-  // megabytes for 10^5 steps, is made only if it is printed (write_report()).
-  if (o.dry_run) return;
-  out.report_head = report_json_head(rep);
-  // A record is kept of a run whose every step is in it; with it, beside the index, the
-  // steps a rerun reports: this run's own when none executed, else the same with the
-  // executed ones reported cached.
-  bool record =
-      ro.record_settled && rep.settled && rep.settled->entries.size() == rep.steps.size();
-  bool executed = rep.count(StepState::kExecuted) > 0;
-  // An edit's rerun: the steps of the last record, a few executed again. Its report and
-  // the steps a rerun reports are that record's object with a few entries in place,
-  // each entry taken as it is or written afresh, set against the object's entry of the
-  // same step: no steps text is made whole.
-  if (record && executed) {
-    if (auto sp = splice_on_object(rep)) {
-      out.report_object = previous_object;
-      out.report_overrides = std::move(sp->report);
-      // The run's row first: its barrier (a syncfs, in a file:// store) then has only
-      // what came before to flush, not the megabytes of the report being written.
-      Result<void> report_written = Ok{};
-      {
-        std::vector<std::string_view> changed;
-        size_t bytes = 0;
-        for (const auto& v : out.report_overrides) {
-          changed.push_back(v.entry);
-          bytes += v.entry.size();
-        }
-        bool fits = bytes <= kMaxStepsChangedBytes;
-        if (!fits) changed.clear();
-        std::string whole;  // the report's steps, made only if they are stored whole
-        auto stored = store_report(
-            rep, fits ? settled->steps_object : "",
-            [&]() -> Result<std::string_view> {
-              BERTH_TRY(whole, splice_overrides(*previous_object, out.report_overrides));
-              return std::string_view(whole);
-            },
-            std::nullopt, *shared, std::move(changed));
-        if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
-        // The report: the object's file sent by the kernel around the entries that
-        // differ (replaced atomically, not fsynced), on a thread of its own while the
-        // record is kept. The file is opened here: keep_record() removes it when no
-        // record is kept.
-        files::Fd steps_fd(::open(previous_steps.c_str(), O_RDONLY | O_CLOEXEC));
-        int open_errno = errno;
-        std::jthread report_writer([&] {
-          report_written = steps_fd.valid()
-                               ? write_report_file(report_path, out.report_head, steps_fd.get(),
-                                                   previous_object->size(), out.report_overrides)
-                               : files::os_error(previous_steps, "open", open_errno);
-        });
-        keep_record(rep, stored.ok() ? std::make_optional(std::make_pair(settled->steps_object,
-                                                                         previous_steps))
-                                     : std::nullopt,
-                    sp->at, sp->rerun_bytes, previous_object->size(), std::move(sp->rerun));
-        report_writer.join();
-        if (!report_written.ok()) say(report_written.error().message());
-      }
-      return;
-    }
-  }
-  // The steps are written once, a reused step's entry copied as it was recorded; where
-  // each entry lies is kept, so the steps a rerun reports are spliced from these.
-  EntrySpans spans;
-  out.report_steps = report_steps_json(rep, &spans);
-  const std::string& steps_json = out.report_steps;
-  // Beside the pipeline (replaced atomically, not fsynced: the runs row is the durable
-  // record, and in a file:// store on the same filesystem the row's own barrier makes
-  // the file durable with it), on a thread of its own while the steps a rerun reports
-  // are made and kept below (megabytes more when they become an object of their own).
-  Result<void> report_written = Ok{};
-  std::jthread report_writer([&] {
-    report_written = write_pieces_file(report_path, out.report_head, steps_json);
-  });
-  std::string rerun_steps;
-  EntrySpans rerun_spans;
-  if (record && executed) rerun_steps = settled_steps_json(rep, steps_json, spans, &rerun_spans);
-  const std::string& steps = executed ? rerun_steps : steps_json;
-  const EntrySpans& at = executed ? rerun_spans : spans;
-  // The steps a rerun reports are kept as the last record's object with overrides when
-  // they differ from it in a few entries; else as an object of their own, written once
-  // and kept before the report is stored: when they are the report's own steps,
-  // storing the report finds them stored; and the run's row, written after, makes them
-  // durable with everything else the store holds (spec 05 §4).
-  std::optional<std::pair<std::string, std::string>> kept_steps;  // object, file
-  std::vector<SettledOverride> overrides;
-  std::string_view object = steps;  // the kept object's bytes, its entries at object_at
-  EntrySpans previous_spans;
-  const EntrySpans* object_at = &at;
-  if (record) {
-    if (auto made = overrides_for(*rep.settled, steps, at, previous_spans)) {
-      overrides = std::move(*made);
-      kept_steps.emplace(settled->steps_object, previous_steps);
-      object = *previous_object;
-      object_at = &previous_spans;
-    } else if (auto k = keep_settled_steps(steps); k.ok()) {
-      kept_steps = std::move(*k);
-    }
-  }
-  report_writer.join();
-  if (!report_written.ok()) say(report_written.error().message());
-  bool stored_ok = false;
-  {
-    // The row names the kept object and carries this run's entries that differ from
-    // it (the executed steps', the overridden ones'): not another copy of megabytes
-    // that differ in a few entries. Past kMaxStepsChangedBytes of them, the run's steps
-    // are stored whole.
-    std::vector<std::string_view> changed;
-    bool fits = kept_steps.has_value();
-    if (kept_steps) {
-      size_t bytes = 0;
-      for (size_t i = 0; i < spans.size() && fits; ++i) {
-        std::string_view ours =
-            std::string_view(steps_json).substr(spans[i].first, spans[i].second);
-        const auto& [oo, ol] = (*object_at)[i];
-        if (ours == object.substr(oo, ol)) continue;
-        changed.push_back(ours);
-        bytes += ours.size();
-        fits = bytes <= kMaxStepsChangedBytes;
-      }
-      if (!fits) changed.clear();
-    }
-    auto stored = store_report(
-        rep, fits ? kept_steps->first : "",
-        [&]() -> Result<std::string_view> { return std::string_view(steps_json); }, std::nullopt,
-        *shared, std::move(changed));
-    if (stored.ok()) {
-      stored_ok = true;
-    } else {
-      say("the run's report was not stored: " + stored.error().message());
-    }
-  }
-  if (!ro.record_settled) return;
-  keep_record(rep, stored_ok ? kept_steps : std::nullopt, at, steps.size(), object.size(),
-              std::move(overrides));
-  // A steps file kept for a record that was not: gone with it (keep_record() removed
-  // the previous one's).
-  if (kept_steps && !stored_ok) ::unlink(kept_steps->second.c_str());
-}
-
-void Session::State::keep_record(RunReport& rep,
-                                 std::optional<std::pair<std::string, std::string>> kept_steps,
-                                 const EntrySpans& at, size_t steps_bytes, size_t object_bytes,
-                                 std::vector<SettledOverride> overrides) {
-  bool kept = false;
-  std::string steps_path, record_path;
-  if (kept_steps && rep.settled) {  // steps are kept only for a record
-    const std::string& steps_object = kept_steps->first;
-    steps_path = kept_steps->second;
-    record_path = settled_record_path(cache, steps_object);
-    Settled& rec = *rep.settled;
-    for (size_t i = 0; i < at.size() && i < rec.entries.size(); ++i) {
-      rec.entries[i].offset = at[i].first;
-      rec.entries[i].length = at[i].second;
-    }
-    rec.steps_object = steps_object;
-    rec.steps_bytes = steps_bytes;
-    rec.object_bytes = object_bytes;
-    rec.overrides = std::move(overrides);
-    rec.context = context();
-    rec.base = base();
-    rec.tables = tables;
-    rec.globbed = globbed;
-    // Inputs reused from the old record were read again by its check if racy.
-    if (check) settle_racy_inputs(rec, check_ns);
-    // Not fsynced: a record torn by a crash does not decode, and costs one ordinary
-    // run; the steps it names were.
-    std::string bytes = encode_settled(rec);
-    if (files::write_file_atomic(record_path, bytes, false).ok()) {
-      index->remember_settled(settled_name, settled_pointer(record_path, bytes.size()));
-      kept = true;
-    }
-  }
-  // A steps file kept for a record that was not: gone with it.
-  if (kept_steps && !kept) ::unlink(kept_steps->second.c_str());
-  if (!kept) index->forget_settled(settled_name);
-  if (!previous_steps.empty() && (!kept || previous_steps != steps_path)) {
-    ::unlink(previous_steps.c_str());
-  }
-  if (!previous_record.empty() && (!kept || previous_record != record_path)) {
-    ::unlink(previous_record.c_str());
-  }
-}
-
 Result<RunOutcome> Session::run(int cancel_fd) {
   State& s = *s_;
   // 6. A settled pipeline whose record still holds is that run again: reported, not
@@ -1168,7 +494,10 @@ Result<RunOutcome> Session::run(int cancel_fd) {
     s.check_ns = wall_ns(s.clock().wall());
     s.check = check_settled(*s.settled, s.pool->nodes(), *s.store, s.probe(own));
     if (s.same && !s.check->difference) {
-      if (auto answered = s.run_settled()) return std::move(*answered);
+      PreviousRecord previous = s.previous();
+      if (auto answered = publish_settled(previous, s.publish_place(), s.clock())) {
+        return std::move(*answered);
+      }
     }
     // The record's entries, then their text (which needs where they lie).
     if (s.decode_entries() && !s.recorded) s.recorded = s.recorded_steps();
@@ -1237,32 +566,10 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   ro.step_output = s.sinks.step_output;
   std::string report_path = s.report_path;
   ro.load_previous = [report_path] { return previous_bases(report_path); };
-  auto previous_text = std::make_shared<std::optional<std::string>>();
   // A step the record holds finds its previous basis in its recorded entry, already
   // read, rather than in the report beside the pipeline, megabytes read again.
-  std::shared_ptr<const RecordedEntries> recorded = reuse ? reuse->steps : nullptr;
-  const Settled* record = reuse ? reuse->record : nullptr;
-  // The record's entries by step name, made at the first question: a run that keys
-  // every step again (a tool's version changed) asks once per step.
-  auto by_name = std::make_shared<std::unordered_map<std::string_view, size_t>>();
-  ro.find_previous = [report_path, previous_text, recorded, record,
-                      by_name](const std::string& step) {
-    if (recorded && record) {
-      size_t n = std::min(record->entries.size(), recorded->text.size());
-      if (by_name->empty() && n > 0) {
-        by_name->reserve(n);
-        for (size_t k = 0; k < n; ++k) by_name->emplace(record->entries[k].name, k);
-      }
-      if (auto k = by_name->find(step); k != by_name->end()) {
-        if (auto basis = find_step_basis(recorded->text[k->second], step)) return basis;
-      }
-    }
-    if (!*previous_text) {
-      auto t = files::read_file(report_path);
-      *previous_text = t.ok() ? std::move(*t) : std::string();
-    }
-    return find_step_basis(**previous_text, step);
-  };
+  ro.find_previous = previous_basis_finder(report_path, reuse ? reuse->steps : nullptr,
+                                           reuse ? reuse->record : nullptr);
   ro.record_settled = s.may_settle && ro.index;
   ro.reuse = std::move(reuse);
   BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
@@ -1295,7 +602,9 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   RunOutcome out;
   out.worker = s.worker;
   out.tables_read_again = s.from_tables ? s.tables_again : 0;
-  s.publish(rep, ro, out);
+  // A dry run's report is neither kept nor stored, and records nothing: its JSON,
+  // megabytes for 10^5 steps, is made only if it is printed (run_outcome.h).
+  if (!s.o.dry_run) out.text = publish_run(rep, ro.record_settled, s.previous(), s.publish_place());
   out.exit_code = rep.exit_code();
   out.report = std::move(rep);
   return out;

@@ -32,6 +32,7 @@
 #include "pipeline/config.h"
 #include "pipeline/executor.h"
 #include "pipeline/report.h"
+#include "pipeline/run_outcome.h"
 #include "place/launcher.h"
 #include "place/pool.h"
 #include "topo/machine.h"
@@ -82,40 +83,6 @@ struct SessionSinks {
   std::function<void(std::string_view)> say;
   std::function<void(const Progress&)> progress;
   std::function<void(const std::string& step, std::string_view text)> step_output;
-};
-
-// What a run came to. An ordinary run has its report; a settled one (answered from its
-// record) only the report's text, which is written out from the record's steps file.
-struct RunOutcome {
-  int exit_code = 0;
-  std::string worker;  // worker mode: this worker's name
-  std::optional<RunReport> report;
-  // The ordinary run's report as JSON: report_head, report_steps (its "steps"),
-  // kReportTail; kept in pieces, as megabytes of steps need not be copied once more.
-  // An edit's rerun has no report_steps: its steps are report_object (the last
-  // record's steps object) with report_overrides in place.
-  std::string report_head;
-  std::string report_steps;
-  files::SharedBytes report_object;
-  std::vector<SettledOverride> report_overrides;
-  // A settled run: the report is settled_head, the steps file's bytes (steps_bytes of
-  // them) with the record's overrides in place, kReportTail.
-  bool settled = false;
-  std::string settled_head;
-  std::string steps_path;
-  size_t steps_bytes = 0;
-  std::vector<SettledOverride> overrides;
-  size_t steps = 0;
-  double elapsed_s = 0;
-  // An edit's rerun that read only the tables whose bytes changed (and those that find
-  // values among files), taking every other step from the settled record: how many it
-  // read. 0: the file was read whole, or not at all.
-  size_t tables_read_again = 0;
-  // Writes the report's JSON to `fd` (stdout for --format json).
-  Result<void> write_report(int fd) const;
-  // An ordinary run's report as JSON, whole: its pieces joined, or, for a dry run (which
-  // does not make it unasked), made now from `report`. Not for a settled run.
-  std::string ordinary_report_json() const;
 };
 
 class Session {

@@ -159,8 +159,8 @@ TEST_F(SessionTablesTest, TheRunTakesItsTimeFromTheClockItIsHanded) {
   auto again = run();
   ASSERT_TRUE(again.ok()) << again.error().message();
   ASSERT_TRUE(again->settled);
-  EXPECT_NE(again->settled_head.find("\"started\":\"" + when + "\""), std::string::npos)
-      << again->settled_head;
+  EXPECT_NE(again->text.head.find("\"started\":\"" + when + "\""), std::string::npos)
+      << again->text.head;
 }
 
 // The same bytes, a fact changed: the steps that rest on it, and what reads them, are
