@@ -18,17 +18,18 @@
 #include <optional>
 #include <tuple>
 
-#include "pipeline/basis.h"
 #include "pipeline/command.h"
 #include "pipeline/explain.h"
 #include "pipeline/fit_check.h"
-#include "pipeline/input_hash.h"
 #include "pipeline/key.h"
 #include "pipeline/launch_runner.h"
 #include "pipeline/probe.h"
+#include "pipeline/record_reuse.h"
+#include "pipeline/run_claims.h"
 #include "pipeline/settled_build.h"
 #include "pipeline/staging.h"
 #include "pipeline/step_cache.h"
+#include "pipeline/step_key.h"
 #include "util/files.h"
 #include "util/flat_index.h"
 #include "util/sha256.h"
@@ -47,28 +48,6 @@ Shape shape_of(const Step& s) {
   return {q.tasks, q.cpus_per_task, q.gpus, q.nodes};
 }
 
-
-// The `n` bytes that `hex` (2 n lower-case hex digits) spells, into `out`; false when
-// it is anything else.
-bool hex_bytes(std::string_view hex, char* out, size_t n) {
-  // A table, not branches: the digits of a hash are as random as can be.
-  static constexpr std::array<int8_t, 256> kDigit = [] {
-    std::array<int8_t, 256> t{};
-    t.fill(-1);
-    for (int c = '0'; c <= '9'; ++c) t[static_cast<size_t>(c)] = static_cast<int8_t>(c - '0');
-    for (int c = 'a'; c <= 'f'; ++c) t[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'a' + 10);
-    return t;
-  }();
-  if (hex.size() != 2 * n) return false;
-  int bad = 0;
-  for (size_t k = 0; k < n; ++k) {
-    int hi = kDigit[static_cast<unsigned char>(hex[2 * k])];
-    int lo = kDigit[static_cast<unsigned char>(hex[2 * k + 1])];
-    bad |= hi | lo;  // negative when either is not a digit
-    out[k] = static_cast<char>(hi * 16 + lo);
-  }
-  return bad >= 0;
-}
 
 class Executor {
  public:
@@ -124,11 +103,6 @@ class Executor {
   // Retries whose backoff is over go back to the queue; with the run stopping, each
   // ends as its last attempt did.
   void requeue_retries();
-  // Worker mode: extends the claim of every step still running (or waiting to retry)
-  // whose renewal is due, half a lease after the last (spec 06 §4).
-  void renew_leases();
-  void claimed(size_t i, unsigned generation);
-  void unclaimed(size_t i);
   void notify();
   // Wakes run() from a runner's thread.
   void wake();
@@ -191,8 +165,7 @@ class Executor {
   std::string key(size_t i) const {
     return keyed_[i] ? to_hex(digests_.data() + kDigestBytes * i, kDigestBytes) : std::string();
   }
-  std::vector<std::optional<unsigned>> claims_;  // lease generation this worker holds
-  std::map<size_t, SteadyTime> renewals_;        // when each held claim is next extended
+  RunClaims claims_{o_.leases, clock_, report_.leases, g_.steps.size()};
   size_t twins_waiting_ = 0;                     // steps waiting for an equal key's result
   std::vector<char> running_flag_;
   // Equal keys: the step computing each key in this run, and the steps waiting on it.
@@ -224,12 +197,7 @@ class Executor {
   // first fact that was not verified at a stamp.
   std::vector<SettledFacts> facts_;
   bool settleable_ = true;
-  // Reuse: the record's entries by step name (built when first needed); per step, the
-  // entry it was reused from (-1: none) and the fingerprint computed for it ("" when
-  // not computed).
-  std::unordered_map<std::string_view, size_t> reuse_names_;
-  std::vector<int64_t> reused_from_;
-  std::vector<std::string> fingerprints_;
+  RecordReuse reuse_{o_.reuse ? &*o_.reuse : nullptr, g_, o_.reuse || o_.record_settled};
   // Per step, the stamp of each file input item at which key_for() knew its hash, in
   // input order (run() thread; moved into the step's task when it starts).
   std::vector<std::vector<FileStamp>> input_stamps_;
@@ -258,53 +226,16 @@ Result<void> Executor::check_fits() {
 }
 
 Result<std::string> Executor::key_for(size_t i, std::string* basis) {
-  const Step& s = g_.steps[i];
-  std::vector<FileStamp> stamps;
-  InputHashes hashes;
-  InputHashes shape;  // the same inputs with no hashes: for the recipe
-  BasisInputs jin;
-  for (const auto& [name, input] : s.inputs) {
-    auto& list = hashes[name];
-    jin.input(name);
-    for (const InputItem& item : input.items) {
-      shape[name].push_back({"bytes", ""});
-      if (item.kind == InputItem::Kind::kFile) {
-        BERTH_TRY(HashedInput h, hash_input(item.path, o_.index, clock_));
-        // The stamp its hash is of: a step that runs checks it again once it has read
-        // the file (execute), and a change since means the key is not of what it read.
-        stamps.push_back(h.stamp.value_or(FileStamp{}));
-        if (o_.record_settled) {
-          if (h.stamped) {
-            // A racy stamp is recorded with the hash, which a later check reads again.
-            facts_[i].files.push_back({item.path, *h.stamp, true, h.racy ? h.hash : std::string()});
-          } else {
-            settleable_ = false;
-          }
-        }
-        list.push_back({"bytes", std::move(h.hash)});
-      } else {
-        const auto& up = report_.steps[item.step].outputs;
-        auto it = up.find(item.output);
-        if (it == up.end()) {
-          return fail(Errc::kInternal, fmt::format("step '{}': input '{}' from '{}' is not "
-                                                   "known yet",
-                                                   s.name, name, g_.steps[item.step].name));
-        }
-        list.push_back({it->second.form, it->second.canonical});
-      }
-      jin.item(item.text, list.back().tagged());
-    }
+  KeyInputs in{&g_, &report_.steps, &tools_, o_.index, &clock_, basis != nullptr,
+               o_.record_settled};
+  BERTH_TRY(StepKey k, step_key(i, in));
+  if (o_.record_settled) {
+    for (auto& f : k.files) facts_[i].files.push_back(std::move(f));
+    if (!k.all_stamped) settleable_ = false;
   }
-  const StepText text(s);
-  BERTH_TRY(std::string key, key_of(s, text, hashes, tools_));
-  if (basis) {
-    ToolVersions no_versions;
-    for (const auto& t : s.tools) no_versions[t] = "";
-    BERTH_TRY(std::string recipe, key_of(s, text, shape, no_versions));
-    *basis = step_basis(s, text, recipe, jin.finish(), basis_tools(s.tools, tools_));
-  }
-  input_stamps_[i] = std::move(stamps);
-  return key;
+  if (basis) *basis = std::move(k.basis);
+  input_stamps_[i] = std::move(k.stamps);
+  return std::move(k.key);
 }
 
 std::optional<StepRecord> Executor::try_cached(size_t i) {
@@ -321,46 +252,13 @@ std::optional<StepRecord> Executor::try_cached(size_t i) {
 }
 
 bool Executor::try_reuse(size_t i) {
-  const SettledReuse& ru = *o_.reuse;
-  const Step& s = g_.steps[i];
-  // The record's entries are in the order of the graph that left it: the same
-  // position first, by name only when the graph differs (an edited pipeline file).
-  size_t at = i;
-  if (at >= ru.record->entries.size() || ru.record->entries[at].name != s.name) {
-    if (reuse_names_.empty()) {
-      const auto& entries = ru.record->entries;
-      reuse_names_.reserve(entries.size());
-      for (size_t k = 0; k < entries.size(); ++k) reuse_names_.emplace(entries[k].name, k);
-    }
-    auto it = reuse_names_.find(s.name);
-    if (it == reuse_names_.end()) return false;
-    at = it->second;
-  }
-  const SettledStep& e = ru.record->entries[at];
-  // Whatever it reads was reused too: an upstream step that ran again may have made
-  // other outputs, and then this step has another key.
-  for (size_t dep : s.deps) {
-    if (reused_from_[dep] < 0) return false;
-  }
-  if (!ru.check->holds(e)) return false;
-  if (at >= ru.steps->text.size()) return false;
-  std::string_view entry = ru.steps->text[at];
-  if (entry.size() < 2 || entry.front() != '{' || entry.back() != '}') return false;
-  // A step of a table whose bytes are the record's (and the file's head too) has the
-  // recorded fingerprint: its definition is what it was.
-  const bool same_table =
-      s.spec < ru.same_tables.size() && ru.same_tables[s.spec] && e.table == s.spec;
-  if (ru.verify_fingerprints && !same_table) {
-    std::string fp = step_fingerprint(s, g_, tools_);
-    if (fp.empty() || fp != e.fingerprint) return false;
-    fingerprints_[i] = std::move(fp);
-  }
+  auto entry = reuse_.entry_for(i, tools_);
+  if (!entry) return false;
   StepRecord r;
-  r.name = s.name;
+  r.name = g_.steps[i].name;
   r.state = StepState::kCached;
   r.reason = std::string(kCachedReason);
-  r.recorded = entry;
-  reused_from_[i] = static_cast<int64_t>(at);
+  r.recorded = *entry;
   finish_step(i, std::move(r));
   return true;
 }
@@ -368,27 +266,9 @@ bool Executor::try_reuse(size_t i) {
 bool Executor::ensure_outputs(size_t i) {
   StepRecord& rec = report_.steps[i];
   if (rec.recorded.empty() || !rec.outputs.empty()) return true;
-  // A reused step's outputs are read only when a step that reads them must be keyed:
-  // after an edit, a few of many.
-  auto j = nlohmann::json::parse(rec.recorded, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("outputs") || !j["outputs"].is_object()) {
-    return false;
-  }
-  std::map<std::string, StepRecord::Output> outputs;
-  for (const auto& item : j["outputs"].items()) {
-    const nlohmann::json& o = item.value();
-    if (!o.is_object()) return false;
-    auto field = [&o](const char* k) {
-      return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
-    };
-    StepRecord::Output out{field("object"), field("form"), field("canonical")};
-    if (!store::check_object_name(out.object).ok()) return false;
-    outputs[item.key()] = std::move(out);
-  }
-  for (const std::string& out : g_.steps[i].outputs) {
-    if (!outputs.count(out)) return false;
-  }
-  rec.outputs = std::move(outputs);
+  auto outputs = recorded_outputs(rec.recorded, g_.steps[i].outputs);
+  if (!outputs) return false;
+  rec.outputs = std::move(*outputs);
   return true;
 }
 
@@ -499,7 +379,7 @@ void Executor::prepare(size_t i) {
       return;
     }
     char bytes[kDigestBytes];
-    if (!hex_bytes(*key, bytes, kDigestBytes)) {
+    if (!from_hex(*key, bytes, kDigestBytes)) {
       StepRecord r = rec;
       r.state = StepState::kFailed;
       r.reason = fmt::format("internal error: a key that is not {} hex digits: {}",
@@ -547,29 +427,14 @@ void Executor::prepare(size_t i) {
 
 bool Executor::claim(size_t i) {
   StepRecord& rec = report_.steps[i];
-  auto c = o_.leases->acquire(key(i));
-  if (!c.ok()) {
-    // The lease only saves work: a store that cannot take one costs duplicates, not
-    // the run (spec 06).
-    report_.problems.push_back(
-        fmt::format("step '{}': lease: {}; running it without one", rec.name, c.error().message()));
-    return true;
+  RunClaims::Claim c = claims_.claim(i, key(i));
+  if (!c.problem.empty()) {
+    report_.problems.push_back(fmt::format("step '{}': {}", rec.name, c.problem));
   }
-  switch (c->outcome) {
-    case Leases::Outcome::kHeld:
-      ++report_.leases.held;
-      rec.reason = fmt::format("claimed by worker '{}'", c->holder);
-      deferred_.push_back(i);
-      return false;
-    case Leases::Outcome::kAcquired:
-      ++report_.leases.acquired;
-      claimed(i, c->generation);
-      return true;
-    case Leases::Outcome::kLockFree:
-      ++report_.leases.lock_free;
-      return true;
-  }
-  return true;
+  if (c.run) return true;
+  rec.reason = fmt::format("claimed by worker '{}'", c.holder);
+  deferred_.push_back(i);
+  return false;
 }
 
 void Executor::grant_queued() {
@@ -754,53 +619,14 @@ void Executor::requeue_retries() {
       // No more attempts: it ends as its last one did.
       StepRecord last = std::move(r.last);
       retrying_.erase(retrying_.begin() + static_cast<std::ptrdiff_t>(k));
-      if (claims_[i] && o_.leases && o_.leases->release(key(i), *claims_[i]).ok()) {
-        ++report_.leases.released;
-      }
-      unclaimed(i);
+      claims_.release(i, key(i));
+      claims_.drop(i);
       finish_step(i, std::move(last));
       continue;
     }
     retrying_.erase(retrying_.begin() + static_cast<std::ptrdiff_t>(k));
     queued_[shape_of(g_.steps[i])].push_back(i);
     ++queued_count_;
-  }
-}
-
-void Executor::claimed(size_t i, unsigned generation) {
-  claims_[i] = generation;
-  renewals_[i] = clock_.steady() + o_.leases->duration() / 2;
-}
-
-void Executor::unclaimed(size_t i) {
-  claims_[i].reset();
-  renewals_.erase(i);
-}
-
-void Executor::renew_leases() {
-  if (!o_.leases) return;
-  auto now = clock_.steady();
-  std::vector<size_t> due;
-  for (const auto& [i, at] : renewals_) {
-    if (at <= now) due.push_back(i);
-  }
-  for (size_t i : due) {
-    auto c = o_.leases->extend(key(i));
-    if (!c.ok()) {
-      // The store is down for now: try again in a quarter lease, well inside the half
-      // left before the deadline.
-      renewals_[i] = now + o_.leases->duration() / 4;
-      continue;
-    }
-    if (c->outcome == Leases::Outcome::kAcquired) {
-      ++report_.leases.extended;
-      claimed(i, c->generation);
-      continue;
-    }
-    // Ours expired and another worker took the key (held), or no generation is left
-    // (lock-free): the step runs on without a claim; a duplicate costs only the work.
-    if (c->outcome == Leases::Outcome::kHeld) ++report_.leases.lost;
-    unclaimed(i);
   }
 }
 
@@ -819,7 +645,8 @@ void Executor::collect_settled() {
     return;
   }
   std::optional<Settled> rec = build_settled(
-      {&g_, &facts_, &fingerprints_, &reused_from_, o_.reuse ? o_.reuse->record : nullptr, &tools_});
+      {&g_, &facts_, &reuse_.fingerprints(), &reuse_.reused_from(),
+       o_.reuse ? o_.reuse->record : nullptr, &tools_});
   if (rec) report_.settled = std::move(*rec);
 }
 
@@ -851,16 +678,11 @@ Result<RunReport> Executor::run() {
   digests_.assign(kDigestBytes * n, '\0');
   primaries_.reserve(n);
   keyed_.assign(n, 0);
-  claims_.assign(n, std::nullopt);
   attempts_.assign(n, 0);
   running_flag_.assign(n, 0);
   released_early_.assign(n, 0);
   input_stamps_.assign(n, {});
   facts_.assign(o_.record_settled ? n : 0, {});
-  // Only reuse and the settled record read these: a dry run of 10^6 steps keeps none.
-  const bool settling = o_.reuse || o_.record_settled;
-  reused_from_.assign(settling ? n : 0, -1);
-  fingerprints_.assign(settling ? n : 0, {});
   if (o_.reuse) {
     report_.recorded = o_.reuse->steps;
   }
@@ -904,7 +726,8 @@ Result<RunReport> Executor::run() {
                                                          : std::min(o_.backoff_max, backoff * 2);
     }
     requeue_retries();
-    renew_leases();
+    // Every step still running (or waiting to retry) keeps its claim.
+    claims_.renew([this](size_t i) { return key(i); });
     grant_queued();
     if (o_.index && clock_.steady() - last_commit > std::chrono::seconds(1)) {
       (void)o_.index->commit();
@@ -933,7 +756,7 @@ Result<RunReport> Executor::run() {
     // Wake for the next re-arm or the next retry, whichever comes first.
     SteadyTime wake_at = next_rearm;
     for (const Retry& r : retrying_) wake_at = std::min(wake_at, r.at);
-    for (const auto& [i, at] : renewals_) wake_at = std::min(wake_at, at);
+    wake_at = std::min(wake_at, claims_.next_renewal());
     int timeout_ms = -1;
     if (wake_at != SteadyTime::max()) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock_.steady());
@@ -994,13 +817,9 @@ Result<RunReport> Executor::run() {
         d.record.reason += fmt::format(" (attempt {} of {})", attempts_[d.step],
                                        g_.steps[d.step].retries + 1);
       }
-      if (!ok && claims_[d.step] && o_.leases) {
-        // A failed or interrupted step hands its key back: another worker may do it.
-        if (o_.leases->release(key(d.step), *claims_[d.step]).ok()) {
-          ++report_.leases.released;
-        }
-      }
-      unclaimed(d.step);
+      // A failed or interrupted step hands its key back: another worker may do it.
+      if (!ok) claims_.release(d.step, key(d.step));
+      claims_.drop(d.step);
       if (o_.record_settled && ok) {
         // An executed step is in a settled record as a rerun would report it: from
         // its row (ours only), its objects present and its results in place.

@@ -38,6 +38,7 @@
 #include "pipeline/report.h"
 #include "pipeline/settled.h"
 #include "pipeline/step_runner.h"
+#include "pipeline/record_reuse.h"
 #include "place/pool.h"
 #include "place/launcher.h"
 #include "place/render.h"
@@ -47,22 +48,6 @@
 #include "util/result.h"
 
 namespace berth::pipeline {
-
-// A settled record (settled.h) a run may reuse steps from: the record, which of its
-// facts still hold (check_settled()), and its entries' text (recorded_entries()).
-struct SettledReuse {
-  const Settled* record = nullptr;
-  const SettledCheck* check = nullptr;
-  std::shared_ptr<const RecordedEntries> steps;
-  // The pipeline's bytes or a tool's answer changed since the record: a step is reused
-  // only when its fingerprint (key.h) is the recorded one. Otherwise the graph is the
-  // record's, step for step, and names suffice.
-  bool verify_fingerprints = false;
-  // By [[step]] table: 1 where the table's steps have their recorded fingerprints
-  // without computing them (the table's bytes and the file's head are the record's,
-  // every tool answers the same, and the table discovers no foreach values from files).
-  std::vector<char> same_tables;
-};
 
 struct RunOptions {
   std::string results_dir;   // results/<step>/<output>

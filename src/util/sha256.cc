@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -111,6 +112,26 @@ std::string to_hex(const void* data, size_t size) {
     out[2 * i + 1] = kDigits[p[i] & 0xf];
   }
   return out;
+}
+
+bool from_hex(std::string_view hex, char* out, size_t n) {
+  // A table, not branches: the digits of a hash are as random as can be.
+  static constexpr std::array<int8_t, 256> kDigit = [] {
+    std::array<int8_t, 256> t{};
+    t.fill(-1);
+    for (int c = '0'; c <= '9'; ++c) t[static_cast<size_t>(c)] = static_cast<int8_t>(c - '0');
+    for (int c = 'a'; c <= 'f'; ++c) t[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'a' + 10);
+    return t;
+  }();
+  if (hex.size() != 2 * n) return false;
+  int bad = 0;
+  for (size_t k = 0; k < n; ++k) {
+    int hi = kDigit[static_cast<unsigned char>(hex[2 * k])];
+    int lo = kDigit[static_cast<unsigned char>(hex[2 * k + 1])];
+    bad |= hi | lo;  // negative when either is not a digit
+    out[k] = static_cast<char>(hi * 16 + lo);
+  }
+  return bad >= 0;
 }
 
 bool is_sha256_hex(std::string_view s) {

@@ -57,6 +57,10 @@ Result<std::string> sha256_file(const std::string& path);
 // `size` bytes as 2*size lower-case hex digits.
 std::string to_hex(const void* data, size_t size);
 
+// The `n` bytes that `hex` (2 n lower-case hex digits) spells, into `out`; false when
+// it is anything else.
+bool from_hex(std::string_view hex, char* out, size_t n);
+
 // True when `s` is exactly 64 lower-case hex digits (what sha256_hex returns).
 bool is_sha256_hex(std::string_view s);
 

@@ -99,5 +99,15 @@ TEST(Sha256File, HashesTheBytesAndNamesAMissingFile) {
   EXPECT_NE(gone.error().message().find(path), std::string::npos);
 }
 
+TEST(FromHex, ReadsWhatToHexWritesAndRefusesAnythingElse) {
+  const std::string bytes("\x00\x01\xab\xff", 4);
+  char back[4];
+  ASSERT_TRUE(from_hex(to_hex(bytes.data(), bytes.size()), back, 4));
+  EXPECT_EQ(std::string(back, 4), bytes);
+  EXPECT_FALSE(from_hex("0001abf", back, 4));   // too short
+  EXPECT_FALSE(from_hex("0001ABff", back, 4));  // upper case is not what keys are
+  EXPECT_FALSE(from_hex("0001agff", back, 4));  // not a digit
+}
+
 }  // namespace
 }  // namespace berth
