@@ -26,6 +26,7 @@
 #include "pipeline/probe.h"
 #include "pipeline/record_reuse.h"
 #include "pipeline/run_claims.h"
+#include "pipeline/runner_mailbox.h"
 #include "pipeline/settled_build.h"
 #include "pipeline/staging.h"
 #include "pipeline/step_cache.h"
@@ -96,7 +97,6 @@ class Executor {
   void finish_twins(size_t i, StepState st);
   void skip_dependents(size_t i, const std::string& why);
   void set_state(size_t i, StepState st);
-  void rearm();
   // Step i failed with attempts left (its `retries`): it starts again after a backoff,
   // still keyed and still holding its lease. False when it has none left.
   bool retry_later(StepResult& d);
@@ -104,8 +104,22 @@ class Executor {
   // ends as its last attempt did.
   void requeue_retries();
   void notify();
-  // Wakes run() from a runner's thread.
-  void wake();
+  // run()'s stages: the tables sized and everything checked before a step runs; the
+  // loop that keys, queues, grants and waits until nothing is left; the report.
+  Result<void> begin();
+  void schedule();
+  RunReport end();
+  // The loop's parts: the index committed every second or so; what can never fit
+  // refused (true when any was); the last re-arm judged, the next made when due; a
+  // wait for a runner's news, the cancel descriptor or the next deadline; the news.
+  void commit_now_and_then();
+  bool refuse_what_never_fits();
+  void judge_rearm();
+  void rearm_when_due();
+  void wait_for_news();
+  void take_mail();
+  // A step the runner finished: retried, or recorded and counted.
+  void step_done(StepResult& d);
   // record_settled: moves what the steps saw into report_.settled, when every step was
   // cached or executed and nothing went wrong.
   void collect_settled();
@@ -184,14 +198,17 @@ class Executor {
   std::map<StepState, int> counts_;
   double executed_seconds_ = 0;
 
-  // Finished steps, handed from the runner's threads to run().
-  std::mutex mu_;
-  std::vector<StepResult> done_;
-  std::vector<uint64_t> exited_;  // grants whose processes have ended
-  // Steps whose outputs are stored before their row is (the runner's `known`).
-  std::vector<std::pair<size_t, std::map<std::string, StepRecord::Output>>> known_;
-  std::vector<char> released_early_;  // dependents already readied by `known`
-  int wake_[2] = {-1, -1};
+  // What the runner's threads tell run(); dependents already readied by a step's
+  // `known` (its outputs stored before its row).
+  RunnerMailbox mailbox_;
+  std::vector<char> released_early_;
+  // Re-arming the steps another worker holds: when next, after what backoff, and
+  // whether the last re-arm's effect (fewer deferred than before) has been judged.
+  SteadyTime next_rearm_ = SteadyTime::max();
+  std::chrono::milliseconds backoff_{0};
+  size_t deferred_before_rearm_ = 0;
+  bool judged_ = true;
+  SteadyTime last_commit_{};  // of the index's batched writes
   // What the steps saw (record_settled; run() thread only), per step: the files and
   // objects its cached or executed outcome rests on. settleable_ goes false at the
   // first fact that was not verified at a stamp.
@@ -463,11 +480,6 @@ void Executor::grant_queued() {
   }
 }
 
-void Executor::wake() {
-  char c = 1;
-  [[maybe_unused]] ssize_t w = ::write(wake_[1], &c, 1);
-}
-
 void Executor::build_runner() {
   if (o_.runner != nullptr) {
     runner_ = o_.runner;
@@ -519,29 +531,7 @@ void Executor::start(size_t i, place::Grant grant) {
     }
   }
   t.stamps = std::move(input_stamps_[i]);
-  StepRunner::Events ev;
-  uint64_t id = t.grant;
-  ev.exited = [this, id] {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      exited_.push_back(id);
-    }
-    wake();
-  };
-  ev.known = [this, i](const std::map<std::string, StepRecord::Output>& outputs) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      known_.emplace_back(i, outputs);
-    }
-    wake();
-  };
-  ev.done = [this](StepResult d) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_.push_back(std::move(d));
-    }
-    wake();
-  };
+  StepRunner::Events ev = mailbox_.events_for(i, t.grant);
   runner_->start(std::move(t), std::move(ev));
   notify();
 }
@@ -630,12 +620,6 @@ void Executor::requeue_retries() {
   }
 }
 
-void Executor::rearm() {
-  ++report_.leases.rearms;
-  for (size_t i : deferred_) ready_.push_back(i);
-  deferred_.clear();
-}
-
 void Executor::collect_settled() {
   size_t n = g_.steps.size();
   if (!o_.index || o_.dry_run || o_.leases || cancelled_ || !settleable_ || n == 0 ||
@@ -664,7 +648,7 @@ void Executor::summarise_notices() {
       first.notices[0], noted.size() > 1 ? " (each step's notices are in the report)" : ""));
 }
 
-Result<RunReport> Executor::run() {
+Result<void> Executor::begin() {
   t0_ = clock_.steady();
   report_.pipeline = g_.name;
   report_.store = store_.describe();
@@ -683,9 +667,7 @@ Result<RunReport> Executor::run() {
   released_early_.assign(n, 0);
   input_stamps_.assign(n, {});
   facts_.assign(o_.record_settled ? n : 0, {});
-  if (o_.reuse) {
-    report_.recorded = o_.reuse->steps;
-  }
+  if (o_.reuse) report_.recorded = o_.reuse->steps;
   for (size_t i = 0; i < n; ++i) {
     report_.steps[i].name = g_.steps[i].name;
     waiting_[i] = static_cast<int>(g_.steps[i].deps.size());
@@ -700,17 +682,127 @@ Result<RunReport> Executor::run() {
                 fmt::format("cannot create {}: {}", o_.results_dir, std::strerror(errno)));
   }
   if (!o_.dry_run) build_runner();
-  if (::pipe2(wake_, O_CLOEXEC) != 0)
-    return fail(Errc::kIo, "pipe: " + std::string(std::strerror(errno)));
+  BERTH_CHECK(mailbox_.open());
   // The run's index writes are batched, committed every second or so: a 10,000-step
   // rerun is a few commits, and a killed run loses at most a second of what it learnt.
   if (o_.index) (void)o_.index->begin();
-  auto last_commit = clock_.steady();
+  last_commit_ = clock_.steady();
+  backoff_ = o_.backoff_min;
+  return Ok{};
+}
 
-  auto backoff = o_.backoff_min;
-  auto next_rearm = SteadyTime::max();
-  size_t deferred_before_rearm = 0;
-  bool judged = true;  // whether the last re-arm's effect has been judged
+void Executor::commit_now_and_then() {
+  if (o_.index && clock_.steady() - last_commit_ > std::chrono::seconds(1)) {
+    (void)o_.index->commit();
+    (void)o_.index->begin();
+    last_commit_ = clock_.steady();
+  }
+}
+
+bool Executor::refuse_what_never_fits() {
+  if (running_ != 0 || queued_count_ == 0 || stop_new_ || cancelled_) return false;
+  // Nothing runs and still nothing fits: it never will (a reservation holds it).
+  for (auto& [shape, queue] : queued_) {
+    for (size_t i : queue) {
+      StepRecord r = report_.steps[i];
+      r.state = StepState::kRefused;
+      r.reason = "does not fit in the pool even with nothing else running";
+      finish_step(i, std::move(r));
+    }
+    queue.clear();
+  }
+  queued_count_ = 0;
+  return true;
+}
+
+void Executor::judge_rearm() {
+  if (judged_ || !ready_.empty()) return;
+  // A re-arm that found work (done elsewhere, or a claim expired) starts the backoff
+  // again; one that found everything still claimed doubles it.
+  judged_ = true;
+  backoff_ = deferred_.size() < deferred_before_rearm_ ? o_.backoff_min
+                                                       : std::min(o_.backoff_max, backoff_ * 2);
+}
+
+void Executor::rearm_when_due() {
+  if (next_rearm_ == SteadyTime::max() || clock_.steady() < next_rearm_) return;
+  next_rearm_ = SteadyTime::max();
+  if (cancelled_ || stop_new_) return;
+  deferred_before_rearm_ = deferred_.size();
+  judged_ = false;
+  ++report_.leases.rearms;
+  for (size_t i : deferred_) ready_.push_back(i);
+  deferred_.clear();
+}
+
+void Executor::wait_for_news() {
+  if (!deferred_.empty() && next_rearm_ == SteadyTime::max()) {
+    next_rearm_ = clock_.steady() + backoff_;
+  }
+  // Wake for the next re-arm, retry or renewal, whichever comes first.
+  SteadyTime wake_at = next_rearm_;
+  for (const Retry& r : retrying_) wake_at = std::min(wake_at, r.at);
+  wake_at = std::min(wake_at, claims_.next_renewal());
+  int timeout_ms = -1;
+  if (wake_at != SteadyTime::max()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock_.steady());
+    timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+  }
+  // Wait for a step to end, the run to be cancelled, or the next re-arm. This thread
+  // is the only one that waits between scopes: no step thread is ever blocked here.
+  pollfd fds[2] = {{mailbox_.fd(), POLLIN, 0}, {o_.cancel_fd, POLLIN, 0}};
+  nfds_t nfds = o_.cancel_fd >= 0 && !cancelled_ ? 2 : 1;
+  int got = o_.wait ? o_.wait(fds, nfds, timeout_ms) : ::poll(fds, nfds, timeout_ms);
+  if (got < 0) return;  // EINTR: looked at again
+  if (o_.cancel_fd >= 0 && !cancelled_ && (fds[1].revents & POLLIN)) {
+    cancelled_ = true;
+    if (runner_ != nullptr) runner_->cancel();  // running steps end, nothing stored
+  }
+}
+
+void Executor::take_mail() {
+  RunnerMailbox::Mail mail = mailbox_.take();
+  for (uint64_t id : mail.exited) pool_.release(id);
+  for (auto& [i, outputs] : mail.known) {
+    // Before its Done (posted after this, by the same thread): dependents may start.
+    report_.steps[i].outputs = std::move(outputs);
+    released_early_[i] = 1;
+    for (size_t j : dependents_[i]) {
+      if (--waiting_[j] == 0 && report_.steps[j].state == StepState::kPending) ready_.push_back(j);
+    }
+  }
+  for (StepResult& d : mail.done) step_done(d);
+}
+
+void Executor::step_done(StepResult& d) {
+  --running_;
+  running_flag_[d.step] = 0;
+  for (auto& dv : d.divergences) report_.divergences.push_back(dv);
+  for (auto& p : d.problems) report_.problems.push_back(p);
+  bool ok = d.record.state == StepState::kExecuted;
+  if (!ok && retry_later(d)) {
+    notify();
+    return;
+  }
+  if (!ok && attempts_[d.step] > 1) {
+    d.record.reason +=
+        fmt::format(" (attempt {} of {})", attempts_[d.step], g_.steps[d.step].retries + 1);
+  }
+  // A failed or interrupted step hands its key back: another worker may do it.
+  if (!ok) claims_.release(d.step, key(d.step));
+  claims_.drop(d.step);
+  if (o_.record_settled && ok) {
+    // An executed step is in a settled record as a rerun would report it: from its row
+    // (ours only), its objects present and its results in place.
+    if (!d.row_ours || !d.results.whole) settleable_ = false;
+    for (auto& f : d.results.files) facts_[d.step].files.push_back(std::move(f));
+    for (const auto& [out, rec] : d.record.outputs) facts_[d.step].objects.push_back(rec.object);
+  }
+  finish_step(d.step, std::move(d.record));
+  notify();
+}
+
+void Executor::schedule() {
   for (;;) {
     while (!ready_.empty() && !cancelled_ && !stop_new_) {
       size_t i = ready_.front();
@@ -718,126 +810,25 @@ Result<RunReport> Executor::run() {
       prepare(i);
       notify();
     }
-    if (!judged && ready_.empty()) {
-      // A re-arm that found work (done elsewhere, or a claim expired) starts the
-      // backoff again; one that found everything still claimed doubles it.
-      judged = true;
-      backoff = deferred_.size() < deferred_before_rearm ? o_.backoff_min
-                                                         : std::min(o_.backoff_max, backoff * 2);
-    }
+    judge_rearm();
     requeue_retries();
     // Every step still running (or waiting to retry) keeps its claim.
     claims_.renew([this](size_t i) { return key(i); });
     grant_queued();
-    if (o_.index && clock_.steady() - last_commit > std::chrono::seconds(1)) {
-      (void)o_.index->commit();
-      (void)o_.index->begin();
-      last_commit = clock_.steady();
-    }
-    if (running_ == 0 && queued_count_ > 0 && !stop_new_ && !cancelled_) {
-      // Nothing runs and still nothing fits: it never will (a reservation holds it).
-      for (auto& [shape, queue] : queued_) {
-        for (size_t i : queue) {
-          StepRecord r = report_.steps[i];
-          r.state = StepState::kRefused;
-          r.reason = "does not fit in the pool even with nothing else running";
-          finish_step(i, std::move(r));
-        }
-        queue.clear();
-      }
-      queued_count_ = 0;
-      continue;
-    }
+    commit_now_and_then();
+    if (refuse_what_never_fits()) continue;
     bool idle = running_ == 0 && ready_.empty() && retrying_.empty();
     if (idle && (deferred_.empty() || cancelled_ || stop_new_)) break;
-    if (!deferred_.empty() && next_rearm == SteadyTime::max()) {
-      next_rearm = clock_.steady() + backoff;
-    }
-    // Wake for the next re-arm or the next retry, whichever comes first.
-    SteadyTime wake_at = next_rearm;
-    for (const Retry& r : retrying_) wake_at = std::min(wake_at, r.at);
-    wake_at = std::min(wake_at, claims_.next_renewal());
-    int timeout_ms = -1;
-    if (wake_at != SteadyTime::max()) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock_.steady());
-      timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
-    }
-    // Wait for a step to end, the run to be cancelled, or the next re-arm. This thread
-    // is the only one that waits between scopes: no step thread is ever blocked here.
-    pollfd fds[2] = {{wake_[0], POLLIN, 0}, {o_.cancel_fd, POLLIN, 0}};
-    nfds_t nfds = o_.cancel_fd >= 0 && !cancelled_ ? 2 : 1;
-    int got = o_.wait ? o_.wait(fds, nfds, timeout_ms) : ::poll(fds, nfds, timeout_ms);
-    if (got < 0 && errno == EINTR) continue;
-    if (o_.cancel_fd >= 0 && !cancelled_ && (fds[1].revents & POLLIN)) {
-      cancelled_ = true;
-      if (runner_ != nullptr) runner_->cancel();  // running steps end, nothing stored
-    }
-    if (fds[0].revents & POLLIN) {
-      char buf[256];
-      [[maybe_unused]] ssize_t r = ::read(wake_[0], buf, sizeof buf);
-    }
-    if (next_rearm != SteadyTime::max() && clock_.steady() >= next_rearm) {
-      next_rearm = SteadyTime::max();
-      if (!cancelled_ && !stop_new_) {
-        deferred_before_rearm = deferred_.size();
-        judged = false;
-        rearm();
-      }
-    }
-    std::vector<StepResult> finished;
-    std::vector<uint64_t> freed;
-    std::vector<std::pair<size_t, std::map<std::string, StepRecord::Output>>> known;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      finished.swap(done_);
-      freed.swap(exited_);
-      known.swap(known_);
-    }
-    for (uint64_t id : freed) pool_.release(id);
-    for (auto& [i, outputs] : known) {
-      // Before its Done (pushed after this, by the same thread): dependents may start.
-      report_.steps[i].outputs = std::move(outputs);
-      released_early_[i] = 1;
-      for (size_t j : dependents_[i]) {
-        if (--waiting_[j] == 0 && report_.steps[j].state == StepState::kPending)
-          ready_.push_back(j);
-      }
-    }
-    for (StepResult& d : finished) {
-      --running_;
-      running_flag_[d.step] = 0;
-      for (auto& dv : d.divergences) report_.divergences.push_back(dv);
-      for (auto& p : d.problems) report_.problems.push_back(p);
-      bool ok = d.record.state == StepState::kExecuted;
-      if (!ok && retry_later(d)) {
-        notify();
-        continue;
-      }
-      if (!ok && attempts_[d.step] > 1) {
-        d.record.reason += fmt::format(" (attempt {} of {})", attempts_[d.step],
-                                       g_.steps[d.step].retries + 1);
-      }
-      // A failed or interrupted step hands its key back: another worker may do it.
-      if (!ok) claims_.release(d.step, key(d.step));
-      claims_.drop(d.step);
-      if (o_.record_settled && ok) {
-        // An executed step is in a settled record as a rerun would report it: from
-        // its row (ours only), its objects present and its results in place.
-        if (!d.row_ours || !d.results.whole) settleable_ = false;
-        for (auto& f : d.results.files) facts_[d.step].files.push_back(std::move(f));
-        for (const auto& [out, rec] : d.record.outputs) {
-          facts_[d.step].objects.push_back(rec.object);
-        }
-      }
-      finish_step(d.step, std::move(d.record));
-      notify();
-    }
+    wait_for_news();
+    rearm_when_due();
+    take_mail();
   }
+}
+
+RunReport Executor::end() {
   if (runner_ != nullptr) runner_->join();
   if (o_.index) (void)o_.index->commit();  // a failed commit only loses the cache
-  ::close(wake_[0]);
-  ::close(wake_[1]);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < report_.steps.size(); ++i) {
     StepRecord& rec = report_.steps[i];
     if (rec.state != StepState::kPending) continue;
     if (o_.dry_run) {
@@ -852,6 +843,12 @@ Result<RunReport> Executor::run() {
   summarise_notices();
   report_.elapsed_s = now_s();
   return std::move(report_);
+}
+
+Result<RunReport> Executor::run() {
+  BERTH_CHECK(begin());
+  schedule();
+  return end();
 }
 
 }  // namespace
