@@ -18,6 +18,7 @@
 #include "pipeline/command.h"
 #include "pipeline/dir_output.h"
 #include "pipeline/leftovers.h"
+#include "pipeline/step_publish.h"
 #include "pipeline/worker.h"
 #include "place/pool.h"
 #include "place/render.h"
@@ -43,16 +44,6 @@ Result<CanonicalHash> hash_output(const std::string& path, const std::string& fo
     return run_canonicaliser(argv, in, env, cwd);
   };
   return canonical_hash(form, bytes, hook);
-}
-
-// Who a provenance record says computed the outputs.
-std::string computed_by(const json& prov) {
-  for (const char* k : {"worker", "host"}) {
-    if (prov.contains(k) && prov[k].is_string() && !prov[k].get<std::string>().empty()) {
-      return prov[k].get<std::string>();
-    }
-  }
-  return "";
 }
 
 }  // namespace
@@ -407,62 +398,11 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   // then fails to be written costs the cache entry (a problem), not the step.
   bool announced = o_.announce_early && events.known;
   if (announced) events.known(r.outputs);
-  json row;
-  row["version"] = 1;
-  row["key"] = key;
-  row["step"] = s.name;
-  row["outputs"] = outputs;
-  if (!r.log.empty()) row["log"] = r.log;
-  json prov;
-  prov["command"] = describe_command(s);
-  prov["inputs"] = std::move(prov_inputs);
-  prov["params"] = json::object();
-  for (const auto& [k, v] : s.params()) prov["params"][k] = v.text;
-  prov["tools"] = json::object();
-  for (const auto& tool : s.tools) {
-    prov["tools"][tool] = o_.tools && o_.tools->count(tool) ? o_.tools->at(tool) : "";
-  }
-  prov["engine_version"] = o_.engine_version;
-  prov["platform"] = o_.platform;
-  prov["host"] = r.node;
-  prov["cores"] = r.cores;
-  prov["gpus"] = p.gpus;
-  // A share of one device is a device it did not have to itself.
-  if (s.gpu_share > 0) prov["gpu_share"] = place::gpu_share_text(s.gpu_share);
-  // Which GPUs it ran on, as their driver names them (spec 04 §8).
-  if (!p.gpu_ids.empty()) {
-    json devices = json::array();
-    for (size_t g = 0; g < p.gpu_ids.size(); ++g) {
-      json gpu;
-      gpu["id"] = p.gpu_ids[g];
-      if (g < p.gpu_devices.size()) {
-        const auto& dev = p.gpu_devices[g];
-        if (!dev.model.empty()) gpu["model"] = dev.model;
-        if (!dev.uuid.empty()) gpu["uuid"] = dev.uuid;
-        if (!dev.bus.empty()) gpu["bus"] = dev.bus;
-        if (!dev.driver.empty()) gpu["driver"] = dev.driver;
-      }
-      devices.push_back(std::move(gpu));
-    }
-    prov["gpu_devices"] = std::move(devices);
-  }
-  prov["tasks"] = s.tasks;
-  if (!o_.worker.empty()) prov["worker"] = o_.worker;
-  prov["start"] = started;
-  prov["end"] = utc_text(clock().wall());
-  prov["elapsed_s"] = r.end_s - r.start_s;
-  row["provenance"] = prov;
-  std::string mine = row.dump();
-  const std::string address = store::row_address(kStepsRow, key);
-  auto put = cache_.rows().put_row(address, mine);
-  // A row another computation published is in use again: refreshed so that a
-  // collector spares it; one a collector took between the two calls is written again
-  // (spec 05 §10).
-  for (int again = 0; again < 2 && put.ok() && !put->created; ++again) {
-    auto there = cache_.rows().touch_row(address);
-    if (!there.ok() || *there) break;
-    put = cache_.rows().put_row(address, mine);
-  }
+  ProvenanceContext who{o_.engine_version, o_.platform, o_.worker, o_.tools, started, ""};
+  who.end = utc_text(clock().wall());
+  json prov = step_provenance(s, r, p, std::move(prov_inputs), who);
+  std::string mine = step_row_text(key, s.name, outputs, r.log, prov);
+  auto put = put_step_row(cache_.rows(), store::row_address(kStepsRow, key), mine);
   if (!put.ok() && !announced) return failed(put.error().message());
   r.computed_by = computed_by(prov);
   if (!put.ok()) {
@@ -473,44 +413,16 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
                     "recomputed next time",
                     s.name, put.error().message()));
   } else if (!put->created) {
-    // Another computation of this key published first; the row it wrote carries its
-    // outputs' canonical hashes, so this worker learns without another read whether
-    // the winner meant the same (spec 06). Either way the winner's row is in force.
-    json theirs = json::parse(put->existing, nullptr, false);
-    bool readable = !theirs.is_discarded() && theirs.is_object() && theirs.contains("outputs") &&
-                    theirs["outputs"].is_object();
-    for (auto& [out, rec] : r.outputs) {
-      const json* o =
-          readable && theirs["outputs"].contains(out) ? &theirs["outputs"][out] : nullptr;
-      std::string other = o && o->is_object() ? o->value("canonical", "") : "";
-      std::string object = o && o->is_object() ? o->value("object", "") : "";
-      if (other != rec.canonical) d.divergences.push_back({s.name, key, out, rec.canonical, other});
-      if (store::check_object_name(object).ok()) rec.object = object;
-    }
-    if (readable && theirs.contains("provenance") && theirs["provenance"].is_object()) {
-      r.computed_by = computed_by(theirs["provenance"]);
-    }
+    // Another computation of this key published first: the winner's row is in force.
+    adopt_winner(put->existing, s.name, key, d);
   }
   if (cache_.index() && put.ok()) {
     cache_.index()->remember_step(key, put->created ? mine : put->existing);
   }
   d.row_ours = put.ok() && put->created;
-  if (d.row_ours) {
-    // Every object the row names is there now, or is stored again from the file still
-    // in staging: the one move a collector on a store without rename can race is the
-    // deletion of an object just refreshed (spec 05 §10).
-    for (const auto& [out, rec] : r.outputs) {
-      if (is_tree(rec)) {
-        auto restored = restore_tree(cache_.objects(), rec.object, paths.outputs[out]);
-        if (!restored.ok()) {
-          d.problems.push_back(fmt::format("step '{}': {}", s.name, restored.error().message()));
-        }
-        continue;
-      }
-      auto there = cache_.objects().has_object(rec.object);
-      if (there.ok() && !*there) (void)cache_.objects().put_object_file(paths.outputs[out]);
-    }
-  }
+  // Every object the row names is there now, or is stored again from the file still
+  // in staging.
+  if (d.row_ours) make_sure_of_objects(cache_.objects(), paths.outputs, s.name, d);
   auto m = cache_.materialize(r, &d.problems, o_.record_settled ? &d.results : nullptr);
   cleanup();
   // What it left beside its outputs was removed with the directory: said, by name.
