@@ -368,7 +368,8 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
   if (!unchecked.empty()) a.r.notices.push_back(std::move(unchecked));
   if (auto mig = GpuProof::mig_limit_notice(a.p)) a.r.notices.push_back(std::move(*mig));
   if (proof) job.on_started = [&proof](int, pid_t pgid) { proof->started(pgid); };
-  auto outcome = launch::run_job(job, parent_, launch::Spawner::real(), sinks);
+  launch::Spawner& spawner = o_.spawner != nullptr ? *o_.spawner : launch::Spawner::real();
+  auto outcome = launch::run_job(job, parent_, spawner, sinks);
   if (proof) {
     for (std::string& n : proof->finish()) a.r.notices.push_back(std::move(n));
   }

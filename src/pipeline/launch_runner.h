@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "launch/job.h"
+#include "launch/spawn.h"
 #include "pipeline/gpu_proof.h"
 #include "pipeline/graph.h"
 #include "pipeline/key.h"
@@ -59,6 +60,9 @@ struct LaunchRunnerOptions {
   std::chrono::steady_clock::time_point t0{};  // the run's start, for start_s / end_s
   // A step's output (stdout and stderr together), once, after it ends.
   std::function<void(const std::string& step, std::string_view text)> output;
+  // What starts a step's processes on this node (null: the real one); a test's fake
+  // sees each request and may refuse it (fake_spawner_for_test.h).
+  launch::Spawner* spawner = nullptr;
 };
 
 class LaunchStepRunner final : public StepRunner {
