@@ -18,6 +18,7 @@
 #include "pipeline/command.h"
 #include "pipeline/dir_output.h"
 #include "pipeline/leftovers.h"
+#include "pipeline/step_publish.h"
 #include "pipeline/worker.h"
 #include "place/pool.h"
 #include "place/render.h"
@@ -43,16 +44,6 @@ Result<CanonicalHash> hash_output(const std::string& path, const std::string& fo
     return run_canonicaliser(argv, in, env, cwd);
   };
   return canonical_hash(form, bytes, hook);
-}
-
-// Who a provenance record says computed the outputs.
-std::string computed_by(const json& prov) {
-  for (const char* k : {"worker", "host"}) {
-    if (prov.contains(k) && prov[k].is_string() && !prov[k].get<std::string>().empty()) {
-      return prov[k].get<std::string>();
-    }
-  }
-  return "";
 }
 
 }  // namespace
@@ -110,194 +101,162 @@ void LaunchStepRunner::join() {
   for (auto& [step, t] : all) t.join();
 }
 
-StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
-  const Step& s = *t.spec;
-  const size_t i = t.step;
-  const place::Placement& p = t.placement;
-  const std::string& key = t.key;
-  const std::vector<StepRecord::Output>& upstream = t.upstream;
-  const std::vector<FileStamp>& stamps = t.stamps;
-  (void)i;
+// One step on its way through the stages: what they share, from its staging directory
+// to what became of it. It lives on the step's thread. A stage that returns false has
+// stopped the step: its result is in `d` then, and nothing of it is published.
+struct LaunchStepRunner::Attempt {
+  Attempt(const StepTask& task, std::string started_at)
+      : t(task), s(*task.spec), p(task.placement), started(std::move(started_at)) {
+    d.step = t.step;
+    d.record = t.record;
+  }
+  Attempt(const Attempt&) = delete;
+  Attempt& operator=(const Attempt&) = delete;
+
+  const StepTask& t;
+  const Step& s;
+  const place::Placement& p;
   StepResult d;
-  d.step = t.step;
-  d.record = t.record;
   StepRecord& r = d.record;
-  std::string started = utc_text(clock().wall());
-  std::string stage;
+  std::string started;  // when it started (UTC), for its provenance
+  std::string stage;    // its staging directory; "" once released
   // What the step left beside its outputs, found while its directory is emptied.
   std::vector<std::string> left;
-  auto cleanup = [&] {
-    if (stage.empty()) return;
-    staging_.release(std::move(stage), &left);
-    stage.clear();
-  };
-  // end_s is when the step's processes ended (or it failed before they started): its
-  // cores are given to the next step then, so a later end would overlap that step on
-  // the same cores in the report's timeline. Publishing is berth's time, not the step's.
+  StagedPaths paths;
+  json prov_inputs = json::object();  // its inputs as staged, for its provenance
+  // The file input items, in input order, and whether each was hard-linked in.
+  std::vector<std::pair<const InputItem*, bool>> files_in;
+  RenderedCommand cmd;
   // Its output, stdout and stderr together, as the job forwards it.
   std::string log;
   std::mutex log_mu;
-  bool ended = false;
-  auto end_now = [&] {
-    if (ended) return;
-    ended = true;
-    r.end_s = now_s();
-  };
-  auto failed = [&](std::string why, int code = 1) {
-    r.state = StepState::kFailed;
-    r.reason = std::move(why);
-    r.exit_code = code;
-    if (!log.empty()) r.log_tail = log_tail(log);
-    end_now();
-    cleanup();
-    return d;
-  };
+  bool ended = false;             // end_s is set
+  bool announced = false;         // its dependents had its outputs before its row
+  json outputs = json::object();  // each output's record, as its row names it
+};
 
-  // 1. An empty staging directory of its own: inputs linked in, outputs written there.
+StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
+  Attempt a(t, utc_text(clock().wall()));
+  // 1. An empty staging directory of its own: inputs linked in, outputs written there,
+  //    its command rendered on their paths.
+  if (!stage_inputs(a) || !stage_outputs(a)) return std::move(a.d);
+  // 2. Launched, bound to its cores here or through the machine's launcher; its
+  //    placement freed as soon as its processes have ended, its output kept.
+  auto job = job_for(a);
+  if (!job) return std::move(a.d);
+  auto outcome = run_step(a, std::move(*job), events);
+  if (!outcome || !succeeded(a, *outcome)) return std::move(a.d);
+  // 3. Every file input stamped again: one changed while it ran fails the step.
+  if (!inputs_unchanged(a)) return std::move(a.d);
+  // 4. Every output stored and hashed; then, and only then, the row.
+  if (!store_outputs(a) || !publish(a, events)) return std::move(a.d);
+  // 5. Its results materialised, its staging directory emptied for the next step.
+  finish(a);
+  return std::move(a.d);
+}
+
+void LaunchStepRunner::end_now(Attempt& a) {
+  // end_s is when the step's processes ended (or it failed before they started): its
+  // cores are given to the next step then, so a later end would overlap that step on
+  // the same cores in the report's timeline. Publishing is berth's time, not the step's.
+  if (a.ended) return;
+  a.ended = true;
+  a.r.end_s = now_s();
+}
+
+void LaunchStepRunner::cleanup(Attempt& a) {
+  if (a.stage.empty()) return;
+  staging_.release(std::move(a.stage), &a.left);
+  a.stage.clear();
+}
+
+bool LaunchStepRunner::fail(Attempt& a, std::string why, int code) {
+  a.r.state = StepState::kFailed;
+  a.r.reason = std::move(why);
+  a.r.exit_code = code;
+  if (!a.log.empty()) a.r.log_tail = log_tail(a.log);
+  end_now(a);
+  cleanup(a);
+  return false;
+}
+
+bool LaunchStepRunner::stage_inputs(Attempt& a) {
   auto staged = staging_.acquire();
-  if (!staged.ok()) return failed(staged.error().message());
-  stage = std::move(*staged);
-  StagedPaths paths;
-  json prov_inputs = json::object();
+  if (!staged.ok()) return fail(a, staged.error().message());
+  a.stage = std::move(*staged);
   size_t next_upstream = 0;
-  // The file input items, in input order, and whether each was hard-linked in.
-  std::vector<std::pair<const InputItem*, bool>> files_in;
-  const auto layout = staged_layout(s.inputs);
-  for (const auto& [name, input] : s.inputs) {
+  const auto layout = staged_layout(a.s.inputs);
+  for (const auto& [name, input] : a.s.inputs) {
     json items = json::array();
     for (size_t k = 0; k < input.items.size(); ++k) {
       const InputItem& item = input.items[k];
       // A file beside the pipeline its command names goes where the command looks for
       // it: at its own relative path (beside.h); every other input under in/, by name.
       const std::string beside = beside_path_of(name);
-      std::string dest = staged_path(stage, beside.empty() ? layout.at(name)[k] : beside);
+      std::string dest = staged_path(a.stage, beside.empty() ? layout.at(name)[k] : beside);
       if (item.kind == InputItem::Kind::kFile) {
         auto linked = stage_input(item.path, dest);
-        if (!linked.ok()) return failed(linked.error().message());
-        files_in.emplace_back(&item, *linked);
+        if (!linked.ok()) return fail(a, linked.error().message());
+        a.files_in.emplace_back(&item, *linked);
         items.push_back({{"file", item.text}});
       } else {
-        const auto& rec = upstream.at(next_upstream++);
+        const auto& rec = a.t.upstream.at(next_upstream++);
         // An upstream directory output is staged as the directory in/<name>/.
         auto got = is_tree(rec) ? store::materialize_tree(cache_.objects(), rec.object, dest)
                                 : cache_.objects().materialize(rec.object, dest);
-        if (!got.ok()) return failed(got.error().message());
+        if (!got.ok()) return fail(a, got.error().message());
         if (!got->present()) {
-          return failed(fmt::format("input '{}' ({}) is not in the store: {}", name, item.text,
-                                    got->problem));
+          return fail(a, fmt::format("input '{}' ({}) is not in the store: {}", name, item.text,
+                                     got->problem));
         }
         items.push_back({{"step", g_.steps[item.step].name},
                          {"output", item.output},
                          {"object", rec.object},
                          {"canonical", rec.form + " " + rec.canonical}});
       }
-      paths.inputs[name].push_back(dest);
+      a.paths.inputs[name].push_back(dest);
     }
-    prov_inputs[name] = std::move(items);
+    a.prov_inputs[name] = std::move(items);
   }
-  for (const std::string& out : s.outputs) {
-    paths.outputs[out] = stage + "/out/" + out;
-    // A directory output is there, empty, for the step to fill.
-    if (s.canonical.count(out) && s.canonical.at(out) == kTreeForm &&
-        ::mkdir(paths.outputs[out].c_str(), 0777) != 0) {
-      return failed(fmt::format("cannot create {}: {}", paths.outputs[out], std::strerror(errno)));
-    }
-  }
-  auto cmd = render_command(s, paths);
-  if (!cmd.ok()) return failed(cmd.error().message());
+  return true;
+}
 
-  // 2. Launch: bound to its cores on this node, or through the machine's launcher.
+bool LaunchStepRunner::stage_outputs(Attempt& a) {
+  for (const std::string& out : a.s.outputs) {
+    a.paths.outputs[out] = a.stage + "/out/" + out;
+    // A directory output is there, empty, for the step to fill.
+    if (a.s.canonical.count(out) && a.s.canonical.at(out) == kTreeForm &&
+        ::mkdir(a.paths.outputs[out].c_str(), 0777) != 0) {
+      return fail(a,
+                  fmt::format("cannot create {}: {}", a.paths.outputs[out], std::strerror(errno)));
+    }
+  }
+  auto cmd = render_command(a.s, a.paths);
+  if (!cmd.ok()) return fail(a, cmd.error().message());
+  a.cmd = std::move(*cmd);
+  return true;
+}
+
+std::optional<launch::JobSpec> LaunchStepRunner::job_for(Attempt& a) {
   launch::JobSpec job;
-  bool bind_ranks = false;  // its tasks bound to cores of their own (below)
   launch::AppSpec app;
   app.ranks = 1;
-  app.cwd = stage;
-  bool here = r.node == o_.host;
+  app.cwd = a.stage;
+  bool here = a.r.node == o_.host;
+  job.bind = launch::BindTo::kNone;  // its tasks bound to cores of their own (bind_here)
   // What its grant could not do as it should (cores away from its GPUs) goes with it.
-  r.notices.insert(r.notices.end(), p.notes.begin(), p.notes.end());
+  a.r.notices.insert(a.r.notices.end(), a.p.notes.begin(), a.p.notes.end());
   if (here) {
-    app.argv = cmd->argv;
-    app.cpu_set = p.cores.empty() ? std::vector<int>{} : p.cores[0];
-    app.ranks = s.tasks;
-    // Its inputs are links to the user's files and to stored objects: it sees them
-    // read-only, so that a write through one fails rather than change the original
-    // (read_only.h). Where this node does not allow that, the run says so once.
-    const Result<void>& protect = launch::read_only_support();
-    if (protect.ok()) {
-      for (const auto& [name, dests] : paths.inputs) {
-        app.read_only.insert(app.read_only.end(), dests.begin(), dests.end());
-      }
-    }
-    // Its tasks are bound to cores of their own, as berth launch -n binds them, and
-    // split its GPUs evenly, each its own (spec 03 §2).
-    const int tasks = std::max(1, s.tasks);
-    if (tasks > 1 && !app.cpu_set->empty()) {
-      bind_ranks = true;
-      app.cpus_per_rank = std::max(1, static_cast<int>(app.cpu_set->size()) / tasks);
-    }
-    const bool per_rank = tasks > 1 && !p.gpu_ids.empty() &&
-                          p.gpu_ids.size() % static_cast<size_t>(tasks) == 0;
-    if (per_rank) {
-      job.gpus = {static_cast<int>(p.gpu_ids.size()) / tasks, p.gpu_variable, p.gpu_ids, {}};
-    } else {
-      // Its GPUs in its vendor's variable: the ids it was granted, and with none an
-      // explicit none, so that no step sees a GPU it was not given (spec 02 §4).
-      for (const auto& [k, v] : launch::gpu_env(p.gpu_variable, p.gpu_ids, parent_)) {
-        app.env.push_back({launch::EnvDirective::kSet, k, v, "", false});
-      }
-    }
-    if (!protect.ok() && !paths.inputs.empty() && !told_unprotected_.exchange(true)) {
-      r.notices.push_back(fmt::format("{}; steps' inputs are not protected from writes, and a "
-                                      "step that writes to one changes the original",
-                                      protect.error().message()));
-    }
-    if (s.memory_cap_mb) {
-      // berth sets no memory limit on this node (no cgroup of its own): say so with the
-      // step rather than let a cap look kept.
-      r.notices.push_back(
-          fmt::format("memory_cap_mb = {} is not enforced: the step ran on "
-                      "this node, where berth sets no memory limit",
-                      *s.memory_cap_mb));
-    }
-  } else {
-    if (!o_.machine || !o_.launcher) {
-      return failed(fmt::format("placed on '{}', but no launcher reaches other nodes", r.node));
-    }
-    // Read-only inputs are made on this node only (read_only.h): said once per run.
-    if (!paths.inputs.empty() && !told_remote_.exchange(true)) {
-      r.notices.push_back(fmt::format(
-          "placed on '{}' through the launcher: steps on other nodes see their inputs "
-          "writable, and a step that writes to one changes the original",
-          r.node));
-    }
-    place::LaunchSpec ls;
-    ls.tasks = s.tasks;
-    ls.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
-    ls.command = cmd->argv;
-    ls.memory_cap = s.memory_cap_mb;
-    ls.mpi = s.mpi;
-    auto rendered = place::render(*o_.machine, *o_.launcher, p, ls);
-    if (!rendered.ok()) {
-      // Refused by the launcher (a wire-up it cannot give, a placement it cannot
-      // honour): nothing of the step ran, and it says so rather than "failed".
-      if (rendered.error().code() == Errc::kRefused) {
-        StepResult refused = failed(rendered.error().message(), 0);
-        refused.record.state = StepState::kRefused;
-        return refused;
-      }
-      return failed(rendered.error().message());
-    }
-    app.argv = rendered->argv;
-    // What the launcher will not do (an unenforced cap, no --mpi) goes with the step.
-    for (const auto& note : rendered->notes) r.notices.push_back(note);
+    bind_here(a, job, app);
+  } else if (!through_launcher(a, app)) {
+    return std::nullopt;
   }
-  for (const auto& [k, v] : cmd->env)
+  for (const auto& [k, v] : a.cmd.env)
     app.env.push_back({launch::EnvDirective::kSet, k, v, "", false});
   job.apps.push_back(app);
   // A step's tasks on this node are one MPI job on berth's own wire-up; through a
   // launcher, the launcher's wire-up serves them (place::render asks for it).
-  job.mpi = here ? s.mpi : wireup::Mode::kNone;
-  job.bind = bind_ranks ? launch::BindTo::kCore : launch::BindTo::kNone;
+  job.mpi = here ? a.s.mpi : wireup::Mode::kNone;
   job.node = o_.host;
   job.stdin_mode = launch::StdinMode::kNone;
   job.own_signals = false;
@@ -305,228 +264,260 @@ StepResult LaunchStepRunner::execute(const StepTask& t, const Events& events) {
   // Past its time limit the step's every process group gets SIGCONT, SIGTERM and, after
   // the grace period, SIGKILL; then every group once more with SIGKILL (job.h), so that
   // nothing it started outlives it.
-  job.timeout = s.timeout;
+  job.timeout = a.s.timeout;
   job.output = launch::OutputMode::kPlain;
+  return job;
+}
+
+void LaunchStepRunner::bind_here(Attempt& a, launch::JobSpec& job, launch::AppSpec& app) {
+  const Step& s = a.s;
+  const place::Placement& p = a.p;
+  app.argv = a.cmd.argv;
+  app.cpu_set = p.cores.empty() ? std::vector<int>{} : p.cores[0];
+  app.ranks = s.tasks;
+  // Its inputs are links to the user's files and to stored objects: it sees them
+  // read-only, so that a write through one fails rather than change the original
+  // (read_only.h). Where this node does not allow that, the run says so once.
+  const Result<void>& protect = launch::read_only_support();
+  if (protect.ok()) {
+    for (const auto& [name, dests] : a.paths.inputs) {
+      app.read_only.insert(app.read_only.end(), dests.begin(), dests.end());
+    }
+  }
+  // Its tasks are bound to cores of their own, as berth launch -n binds them, and
+  // split its GPUs evenly, each its own (spec 03 §2).
+  const int tasks = std::max(1, s.tasks);
+  if (tasks > 1 && !app.cpu_set->empty()) {
+    job.bind = launch::BindTo::kCore;
+    app.cpus_per_rank = std::max(1, static_cast<int>(app.cpu_set->size()) / tasks);
+  }
+  const bool per_rank =
+      tasks > 1 && !p.gpu_ids.empty() && p.gpu_ids.size() % static_cast<size_t>(tasks) == 0;
+  if (per_rank) {
+    job.gpus = {static_cast<int>(p.gpu_ids.size()) / tasks, p.gpu_variable, p.gpu_ids, {}};
+  } else {
+    // Its GPUs in its vendor's variable: the ids it was granted, and with none an
+    // explicit none, so that no step sees a GPU it was not given (spec 02 §4).
+    for (const auto& [k, v] : launch::gpu_env(p.gpu_variable, p.gpu_ids, parent_)) {
+      app.env.push_back({launch::EnvDirective::kSet, k, v, "", false});
+    }
+  }
+  if (!protect.ok() && !a.paths.inputs.empty() && !told_unprotected_.exchange(true)) {
+    a.r.notices.push_back(
+        fmt::format("{}; steps' inputs are not protected from writes, and a "
+                    "step that writes to one changes the original",
+                    protect.error().message()));
+  }
+  if (s.memory_cap_mb) {
+    // berth sets no memory limit on this node (no cgroup of its own): say so with the
+    // step rather than let a cap look kept.
+    a.r.notices.push_back(
+        fmt::format("memory_cap_mb = {} is not enforced: the step ran on "
+                    "this node, where berth sets no memory limit",
+                    *s.memory_cap_mb));
+  }
+}
+
+bool LaunchStepRunner::through_launcher(Attempt& a, launch::AppSpec& app) {
+  const Step& s = a.s;
+  if (!o_.machine || !o_.launcher) {
+    return fail(a, fmt::format("placed on '{}', but no launcher reaches other nodes", a.r.node));
+  }
+  // Read-only inputs are made on this node only (read_only.h): said once per run.
+  if (!a.paths.inputs.empty() && !told_remote_.exchange(true)) {
+    a.r.notices.push_back(
+        fmt::format("placed on '{}' through the launcher: steps on other nodes see their inputs "
+                    "writable, and a step that writes to one changes the original",
+                    a.r.node));
+  }
+  place::LaunchSpec ls;
+  ls.tasks = s.tasks;
+  ls.cpus_per_task = std::max(1, s.cores / std::max(1, s.tasks));
+  ls.command = a.cmd.argv;
+  ls.memory_cap = s.memory_cap_mb;
+  ls.mpi = s.mpi;
+  auto rendered = place::render(*o_.machine, *o_.launcher, a.p, ls);
+  if (!rendered.ok()) {
+    // Refused by the launcher (a wire-up it cannot give, a placement it cannot
+    // honour): nothing of the step ran, and it says so rather than "failed".
+    if (rendered.error().code() == Errc::kRefused) {
+      fail(a, rendered.error().message(), 0);
+      a.r.state = StepState::kRefused;
+      return false;
+    }
+    return fail(a, rendered.error().message());
+  }
+  app.argv = rendered->argv;
+  // What the launcher will not do (an unenforced cap, no --mpi) goes with the step.
+  for (const auto& note : rendered->notes) a.r.notices.push_back(note);
+  return true;
+}
+
+std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch::JobSpec job,
+                                                             const Events& events) {
+  const bool here = a.r.node == o_.host;
   launch::OutputSinks sinks;
-  sinks.out = [&](std::string_view line) {
-    std::lock_guard<std::mutex> lock(log_mu);
-    log.append(line);
+  sinks.out = [&a](std::string_view line) {
+    std::lock_guard<std::mutex> lock(a.log_mu);
+    a.log.append(line);
   };
   sinks.err = sinks.out;
   // Which GPUs its processes really held, where NVML can say (gpu_proof.h).
   std::string unchecked;
-  auto proof = here ? gpu_proof_.begin(p, s.name, &unchecked) : nullptr;
-  if (!unchecked.empty()) r.notices.push_back(std::move(unchecked));
-  if (auto mig = GpuProof::mig_limit_notice(p)) r.notices.push_back(std::move(*mig));
+  auto proof = here ? gpu_proof_.begin(a.p, a.s.name, &unchecked) : nullptr;
+  if (!unchecked.empty()) a.r.notices.push_back(std::move(unchecked));
+  if (auto mig = GpuProof::mig_limit_notice(a.p)) a.r.notices.push_back(std::move(*mig));
   if (proof) job.on_started = [&proof](int, pid_t pgid) { proof->started(pgid); };
-  auto outcome = launch::run_job(job, parent_, launch::Spawner::real(), sinks);
+  launch::Spawner& spawner = o_.spawner != nullptr ? *o_.spawner : launch::Spawner::real();
+  auto outcome = launch::run_job(job, parent_, spawner, sinks);
   if (proof) {
-    for (std::string& n : proof->finish()) r.notices.push_back(std::move(n));
+    for (std::string& n : proof->finish()) a.r.notices.push_back(std::move(n));
   }
   // Its processes are gone: the cores and GPUs go back to the pool now, and the next
   // step starts while this one is hashed and published (that work is berth's own).
-  end_now();
+  end_now(a);
   events.exited();
-  if (!outcome.ok()) return failed(outcome.error().message());
+  if (!outcome.ok()) {
+    fail(a, outcome.error().message());
+    return std::nullopt;
+  }
+  return std::move(*outcome);
+}
+
+bool LaunchStepRunner::succeeded(Attempt& a, const launch::JobOutcome& outcome) {
   // Its output is kept, whatever became of the step: an object named in its record and
   // its row, which `berth log` prints (spec 04 §7.3). Losing it is a problem, not a
   // failure.
-  if (auto name = cache_.objects().put_object(log); name.ok()) {
-    r.log = *name;
+  if (auto name = cache_.objects().put_object(a.log); name.ok()) {
+    a.r.log = *name;
   } else {
-    d.problems.push_back(fmt::format("step '{}': its output was not kept: {}", s.name,
-                                     name.error().message()));
+    a.d.problems.push_back(
+        fmt::format("step '{}': its output was not kept: {}", a.s.name, name.error().message()));
   }
   // Each step's output reaches its sink once, whole, after the step.
-  if (!log.empty() && o_.output) o_.output(s.name, log);
-  if (outcome->timed_out) {
+  if (!a.log.empty() && o_.output) o_.output(a.s.name, a.log);
+  if (outcome.timed_out) {
     // Nothing of it is stored: its outputs may be half written.
-    r.timed_out = true;
-    return failed(fmt::format("timed out after {}: its processes were ended (SIGTERM, then "
-                              "SIGKILL); nothing of it is stored",
-                              duration_text(*s.timeout)),
-                  outcome->exit_code);
+    a.r.timed_out = true;
+    return fail(a,
+                fmt::format("timed out after {}: its processes were ended (SIGTERM, then "
+                            "SIGKILL); nothing of it is stored",
+                            duration_text(*a.s.timeout)),
+                outcome.exit_code);
   }
-  if (outcome->exit_code != 0) {
-    std::string why = outcome->messages.empty() ? "failed" : outcome->messages[0];
-    if (outcome->exit_code == 130) {
-      r.state = StepState::kCancelled;
-      r.reason = "cancelled";
-      if (!log.empty()) r.log_tail = log_tail(log);
-      cleanup();
-      return d;
-    }
-    return failed(why, outcome->exit_code);
+  if (outcome.exit_code == 0) return true;
+  if (outcome.exit_code == 130) {
+    a.r.state = StepState::kCancelled;
+    a.r.reason = "cancelled";
+    if (!a.log.empty()) a.r.log_tail = log_tail(a.log);
+    cleanup(a);
+    return false;
   }
+  return fail(a, outcome.messages.empty() ? "failed" : outcome.messages[0], outcome.exit_code);
+}
 
+bool LaunchStepRunner::inputs_unchanged(Attempt& a) {
   // Every file input it read still has the stamp its hash is of: otherwise its
   // outputs may come from bytes the key does not name, and are not stored. (A hard
   // link made for staging changed the ctime: that one is not compared.)
-  for (size_t k = 0; k < files_in.size() && k < stamps.size(); ++k) {
-    auto now = FileStamp::of(files_in[k].first->path);
+  const std::vector<FileStamp>& stamps = a.t.stamps;
+  for (size_t k = 0; k < a.files_in.size() && k < stamps.size(); ++k) {
+    auto now = FileStamp::of(a.files_in[k].first->path);
     FileStamp want = stamps[k];
-    if (now.ok() && files_in[k].second) now->ctime_ns = want.ctime_ns;
+    if (now.ok() && a.files_in[k].second) now->ctime_ns = want.ctime_ns;
     if (!now.ok() || *now != want) {
-      return failed(
-          fmt::format("input {} changed while the step ran; its outputs are not "
-                      "stored, and it runs again next time",
-                      str::printable(files_in[k].first->text, 200)));
+      return fail(a, fmt::format("input {} changed while the step ran; its outputs are not "
+                                 "stored, and it runs again next time",
+                                 str::printable(a.files_in[k].first->text, 200)));
     }
   }
+  return true;
+}
 
-  // 3. Publish: every output as an object, then — only then — the row.
-  json outputs = json::object();
+bool LaunchStepRunner::store_outputs(Attempt& a) {
+  const Step& s = a.s;
   for (const std::string& out : s.outputs) {
-    const std::string& path = paths.outputs[out];
+    const std::string& path = a.paths.outputs[out];
     if (!files::exists(path)) {
-      return failed(fmt::format("declared output '{}' was not written ({})", out, path));
+      return fail(a, fmt::format("declared output '{}' was not written ({})", out, path));
     }
     if (s.canonical.count(out) && s.canonical.at(out) == kTreeForm) {
       // A directory output: its files handed over, then its manifest (store/tree.h).
       auto tree = store::put_tree(cache_.objects(), path);
-      if (!tree.ok()) return failed(tree.error().with_context("output '" + out + "'").message());
-      r.outputs[out] = {*tree, std::string(kTreeForm), *tree};
-      outputs[out] = output_json(r.outputs[out]);
+      if (!tree.ok()) return fail(a, tree.error().with_context("output '" + out + "'").message());
+      a.r.outputs[out] = {*tree, std::string(kTreeForm), *tree};
+      a.outputs[out] = output_json(a.r.outputs[out]);
       continue;
     }
     if (std::error_code ec; fs::is_directory(path, ec)) {
-      return failed(fmt::format("output '{}' is a directory: declare it as \"{}/\" to store "
-                                "it as a tree",
-                                out, out));
+      return fail(a, fmt::format("output '{}' is a directory: declare it as \"{}/\" to store "
+                                 "it as a tree",
+                                 out, out));
     }
     // The output is handed over: the store may make it the stored copy (no copy).
     auto object = cache_.objects().adopt_object_file(path);
-    if (!object.ok()) return failed(object.error().message());
-    auto canon = hash_output(path, s.canonical.count(out) ? s.canonical.at(out) : "bytes", *object, parent_);
-    if (!canon.ok()) return failed(canon.error().with_context("output '" + out + "'").message());
-    r.outputs[out] = {*object, canon->form, canon->hash};
-    outputs[out] = output_json(r.outputs[out]);
+    if (!object.ok()) return fail(a, object.error().message());
+    auto canon =
+        hash_output(path, s.canonical.count(out) ? s.canonical.at(out) : "bytes", *object, parent_);
+    if (!canon.ok()) return fail(a, canon.error().with_context("output '" + out + "'").message());
+    a.r.outputs[out] = {*object, canon->form, canon->hash};
+    a.outputs[out] = output_json(a.r.outputs[out]);
   }
+  return true;
+}
+
+bool LaunchStepRunner::publish(Attempt& a, const Events& events) {
+  const Step& s = a.s;
+  const std::string& key = a.t.key;
   // In a run without leases nobody else is expected to publish this key, so its
   // dependents need not wait for the row to be durable: they start now. A row that
   // then fails to be written costs the cache entry (a problem), not the step.
-  bool announced = o_.announce_early && events.known;
-  if (announced) events.known(r.outputs);
-  json row;
-  row["version"] = 1;
-  row["key"] = key;
-  row["step"] = s.name;
-  row["outputs"] = outputs;
-  if (!r.log.empty()) row["log"] = r.log;
-  json prov;
-  prov["command"] = describe_command(s);
-  prov["inputs"] = std::move(prov_inputs);
-  prov["params"] = json::object();
-  for (const auto& [k, v] : s.params()) prov["params"][k] = v.text;
-  prov["tools"] = json::object();
-  for (const auto& tool : s.tools) {
-    prov["tools"][tool] = o_.tools && o_.tools->count(tool) ? o_.tools->at(tool) : "";
-  }
-  prov["engine_version"] = o_.engine_version;
-  prov["platform"] = o_.platform;
-  prov["host"] = r.node;
-  prov["cores"] = r.cores;
-  prov["gpus"] = p.gpus;
-  // A share of one device is a device it did not have to itself.
-  if (s.gpu_share > 0) prov["gpu_share"] = place::gpu_share_text(s.gpu_share);
-  // Which GPUs it ran on, as their driver names them (spec 04 §8).
-  if (!p.gpu_ids.empty()) {
-    json devices = json::array();
-    for (size_t g = 0; g < p.gpu_ids.size(); ++g) {
-      json gpu;
-      gpu["id"] = p.gpu_ids[g];
-      if (g < p.gpu_devices.size()) {
-        const auto& dev = p.gpu_devices[g];
-        if (!dev.model.empty()) gpu["model"] = dev.model;
-        if (!dev.uuid.empty()) gpu["uuid"] = dev.uuid;
-        if (!dev.bus.empty()) gpu["bus"] = dev.bus;
-        if (!dev.driver.empty()) gpu["driver"] = dev.driver;
-      }
-      devices.push_back(std::move(gpu));
-    }
-    prov["gpu_devices"] = std::move(devices);
-  }
-  prov["tasks"] = s.tasks;
-  if (!o_.worker.empty()) prov["worker"] = o_.worker;
-  prov["start"] = started;
-  prov["end"] = utc_text(clock().wall());
-  prov["elapsed_s"] = r.end_s - r.start_s;
-  row["provenance"] = prov;
-  std::string mine = row.dump();
-  const std::string address = store::row_address(kStepsRow, key);
-  auto put = cache_.rows().put_row(address, mine);
-  // A row another computation published is in use again: refreshed so that a
-  // collector spares it; one a collector took between the two calls is written again
-  // (spec 05 §10).
-  for (int again = 0; again < 2 && put.ok() && !put->created; ++again) {
-    auto there = cache_.rows().touch_row(address);
-    if (!there.ok() || *there) break;
-    put = cache_.rows().put_row(address, mine);
-  }
-  if (!put.ok() && !announced) return failed(put.error().message());
-  r.computed_by = computed_by(prov);
+  a.announced = o_.announce_early && events.known;
+  if (a.announced) events.known(a.r.outputs);
+  ProvenanceContext who{o_.engine_version, o_.platform, o_.worker, o_.tools, a.started, ""};
+  who.end = utc_text(clock().wall());
+  json prov = step_provenance(s, a.r, a.p, std::move(a.prov_inputs), who);
+  std::string mine = step_row_text(key, s.name, a.outputs, a.r.log, prov);
+  auto put = put_step_row(cache_.rows(), store::row_address(kStepsRow, key), mine);
+  if (!put.ok() && !a.announced) return fail(a, put.error().message());
+  a.r.computed_by = computed_by(prov);
   if (!put.ok()) {
     // Its dependents have its outputs already, and its results are materialised
     // below: only the cache entry is lost.
-    d.problems.push_back(
+    a.d.problems.push_back(
         fmt::format("step '{}': its row was not written: {}; it will be "
                     "recomputed next time",
                     s.name, put.error().message()));
   } else if (!put->created) {
-    // Another computation of this key published first; the row it wrote carries its
-    // outputs' canonical hashes, so this worker learns without another read whether
-    // the winner meant the same (spec 06). Either way the winner's row is in force.
-    json theirs = json::parse(put->existing, nullptr, false);
-    bool readable = !theirs.is_discarded() && theirs.is_object() && theirs.contains("outputs") &&
-                    theirs["outputs"].is_object();
-    for (auto& [out, rec] : r.outputs) {
-      const json* o =
-          readable && theirs["outputs"].contains(out) ? &theirs["outputs"][out] : nullptr;
-      std::string other = o && o->is_object() ? o->value("canonical", "") : "";
-      std::string object = o && o->is_object() ? o->value("object", "") : "";
-      if (other != rec.canonical) d.divergences.push_back({s.name, key, out, rec.canonical, other});
-      if (store::check_object_name(object).ok()) rec.object = object;
-    }
-    if (readable && theirs.contains("provenance") && theirs["provenance"].is_object()) {
-      r.computed_by = computed_by(theirs["provenance"]);
-    }
+    // Another computation of this key published first: the winner's row is in force.
+    adopt_winner(put->existing, s.name, key, a.d);
   }
   if (cache_.index() && put.ok()) {
     cache_.index()->remember_step(key, put->created ? mine : put->existing);
   }
-  d.row_ours = put.ok() && put->created;
-  if (d.row_ours) {
-    // Every object the row names is there now, or is stored again from the file still
-    // in staging: the one move a collector on a store without rename can race is the
-    // deletion of an object just refreshed (spec 05 §10).
-    for (const auto& [out, rec] : r.outputs) {
-      if (is_tree(rec)) {
-        auto restored = restore_tree(cache_.objects(), rec.object, paths.outputs[out]);
-        if (!restored.ok()) {
-          d.problems.push_back(fmt::format("step '{}': {}", s.name, restored.error().message()));
-        }
-        continue;
-      }
-      auto there = cache_.objects().has_object(rec.object);
-      if (there.ok() && !*there) (void)cache_.objects().put_object_file(paths.outputs[out]);
-    }
-  }
-  auto m = cache_.materialize(r, &d.problems, o_.record_settled ? &d.results : nullptr);
-  cleanup();
+  a.d.row_ours = put.ok() && put->created;
+  // Every object the row names is there now, or is stored again from the file still
+  // in staging.
+  if (a.d.row_ours) make_sure_of_objects(cache_.objects(), a.paths.outputs, s.name, a.d);
+  return true;
+}
+
+void LaunchStepRunner::finish(Attempt& a) {
+  auto m = cache_.materialize(a.r, &a.d.problems, o_.record_settled ? &a.d.results : nullptr);
+  cleanup(a);
   // What it left beside its outputs was removed with the directory: said, by name.
-  if (auto note = leftovers_notice(undeclared_files(left, s.outputs, staged_beside(s)))) {
-    r.notices.push_back(std::move(*note));
+  if (auto note = leftovers_notice(undeclared_files(a.left, a.s.outputs, staged_beside(a.s)))) {
+    a.r.notices.push_back(std::move(*note));
   }
   if (!m.ok()) {
-    if (announced) {
-      d.problems.push_back(fmt::format("step '{}': {}", s.name, m.error().message()));
-    } else {
-      return failed(m.error().message());
+    if (!a.announced) {
+      fail(a, m.error().message());
+      return;
     }
+    a.d.problems.push_back(fmt::format("step '{}': {}", a.s.name, m.error().message()));
   }
-  r.state = StepState::kExecuted;
-  r.exit_code = 0;
-  return d;
+  a.r.state = StepState::kExecuted;
+  a.r.exit_code = 0;
 }
 
 }  // namespace berth::pipeline

@@ -22,11 +22,14 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "launch/job.h"
+#include "launch/spawn.h"
 #include "pipeline/gpu_proof.h"
 #include "pipeline/graph.h"
 #include "pipeline/key.h"
@@ -57,6 +60,9 @@ struct LaunchRunnerOptions {
   std::chrono::steady_clock::time_point t0{};  // the run's start, for start_s / end_s
   // A step's output (stdout and stderr together), once, after it ends.
   std::function<void(const std::string& step, std::string_view text)> output;
+  // What starts a step's processes on this node (null: the real one); a test's fake
+  // sees each request and may refuse it (fake_spawner_for_test.h).
+  launch::Spawner* spawner = nullptr;
 };
 
 class LaunchStepRunner final : public StepRunner {
@@ -71,7 +77,28 @@ class LaunchStepRunner final : public StepRunner {
   void join() override;
 
  private:
+  // One step through stages 1-5 above, on its own thread.
   StepResult execute(const StepTask& t, const Events& events);
+
+  // The stages, in order, over one step's Attempt (launch_runner.cc). Each that returns
+  // a bool or an optional stops the step with false or nullopt, its result (failed,
+  // refused or cancelled) recorded in the attempt and its staging directory released.
+  struct Attempt;
+  bool stage_inputs(Attempt& a);   // 1: staged, its inputs linked or materialised
+  bool stage_outputs(Attempt& a);  //    its output paths, and its command on them
+  std::optional<launch::JobSpec> job_for(Attempt& a);  // 2: the job that runs it
+  void bind_here(Attempt& a, launch::JobSpec& job, launch::AppSpec& app);
+  bool through_launcher(Attempt& a, launch::AppSpec& app);
+  std::optional<launch::JobOutcome> run_step(Attempt& a, launch::JobSpec job, const Events& events);
+  bool succeeded(Attempt& a, const launch::JobOutcome& outcome);  // its output kept
+  bool inputs_unchanged(Attempt& a);                              // 3
+  bool store_outputs(Attempt& a);                                 // 4: objects, then
+  bool publish(Attempt& a, const Events& events);                 //    the row
+  void finish(Attempt& a);                                        // 5
+  // Ends the step as failed with `why` and exit status `code`; false, always.
+  bool fail(Attempt& a, std::string why, int code = 1);
+  void end_now(Attempt& a);  // its end_s, once
+  void cleanup(Attempt& a);  // its staging directory emptied, once
   void reap_finished();
   double now_s() const;
   const Clock& clock() const { return o_.clock != nullptr ? *o_.clock : Clock::real(); }
@@ -82,11 +109,11 @@ class LaunchStepRunner final : public StepRunner {
   const Env& parent_;
   LaunchRunnerOptions o_;
   std::mutex mu_;
-  std::map<size_t, std::thread> threads_;  // by step
-  std::vector<size_t> finished_;           // steps whose thread has returned
+  std::map<size_t, std::thread> threads_;      // by step
+  std::vector<size_t> finished_;               // steps whose thread has returned
   std::atomic<bool> told_unprotected_{false};  // inputs could not be made read-only: said
   std::atomic<bool> told_remote_{false};       // ...nor on another node: said
-  GpuProof gpu_proof_{parent_};  // which GPUs each step used (gpu_proof.h)
+  GpuProof gpu_proof_{parent_};                // which GPUs each step used (gpu_proof.h)
 };
 
 }  // namespace berth::pipeline
