@@ -22,13 +22,11 @@
 #include "pipeline/explain.h"
 #include "pipeline/fit_check.h"
 #include "pipeline/key.h"
-#include "pipeline/launch_runner.h"
 #include "pipeline/probe.h"
 #include "pipeline/record_reuse.h"
 #include "pipeline/run_claims.h"
 #include "pipeline/runner_mailbox.h"
 #include "pipeline/settled_build.h"
-#include "pipeline/staging.h"
 #include "pipeline/step_cache.h"
 #include "pipeline/step_key.h"
 #include "util/files.h"
@@ -88,8 +86,6 @@ class Executor {
   bool claim(size_t i);
   // Hands step i to the runner on its grant.
   void start(size_t i, place::Grant grant);
-  // The real runner (launch), unless RunOptions gave one.
-  void build_runner();
   // A step ended: record it, count it, and release or ready what depends on it.
   void finish_step(size_t i, StepRecord rec);
   // Step i, which computed a key other steps of this run wait for, ended as `st`: they
@@ -141,8 +137,6 @@ class Executor {
   const Clock& clock_;
   StepCache cache_;
   Explainer explainer_;
-  std::optional<Staging> staging_;
-  std::unique_ptr<StepRunner> own_runner_;
   std::optional<CaptureProbe> own_probe_;
   StepRunner* runner_ = nullptr;
   ToolVersions tools_;
@@ -480,31 +474,6 @@ void Executor::grant_queued() {
   }
 }
 
-void Executor::build_runner() {
-  if (o_.runner != nullptr) {
-    runner_ = o_.runner;
-    return;
-  }
-  staging_.emplace(o_.staging_dir);
-  if (!o_.staging_dir.empty()) staging_->sweep_stale();
-  LaunchRunnerOptions lo;
-  lo.host = o_.host;
-  lo.machine = o_.machine;
-  lo.launcher = o_.launcher;
-  lo.engine_version = o_.engine_version;
-  lo.platform = o_.platform;
-  lo.worker = o_.worker;
-  lo.cancel_fd = o_.cancel_fd;
-  lo.announce_early = o_.leases == nullptr;
-  lo.record_settled = o_.record_settled;
-  lo.tools = &tools_;
-  lo.clock = &clock_;
-  lo.t0 = t0_;
-  lo.output = o_.step_output;
-  own_runner_ = std::make_unique<LaunchStepRunner>(g_, cache_, *staging_, parent_, std::move(lo));
-  runner_ = own_runner_.get();
-}
-
 void Executor::start(size_t i, place::Grant grant) {
   running_flag_[i] = 1;
   ++running_;
@@ -681,7 +650,11 @@ Result<void> Executor::begin() {
     return fail(Errc::kIo,
                 fmt::format("cannot create {}: {}", o_.results_dir, std::strerror(errno)));
   }
-  if (!o_.dry_run) build_runner();
+  if (!o_.dry_run) {
+    if (o_.runner == nullptr) return fail(Errc::kInternal, "a run with no step runner");
+    runner_ = o_.runner;
+    runner_->begin(RunStart{&cache_, &tools_, t0_, o_.leases != nullptr, o_.record_settled});
+  }
   BERTH_CHECK(mailbox_.open());
   // The run's index writes are batched, committed every second or so: a 10,000-step
   // rerun is a few commits, and a killed run loses at most a second of what it learnt.

@@ -8,8 +8,8 @@
 // its outputs are materialised and it does not run (step_cache.h). A step whose key
 // another step of this run is already computing waits for it and takes its result.
 // Otherwise the pool grants it a placement disjoint from every running step and a
-// StepRunner runs it (step_runner.h; the real one stages, launches and publishes,
-// launch_runner.h). A failure skips its dependents; independent steps go on unless
+// StepRunner it is handed runs it (step_runner.h; the real one stages, launches and
+// publishes, launch_runner.h). A failure skips its dependents; independent steps go on unless
 // fail_fast. Nothing partial is published: a step's row is written only after every
 // output is stored.
 //
@@ -51,16 +51,9 @@ namespace berth::pipeline {
 
 struct RunOptions {
   std::string results_dir;   // results/<step>/<output>
-  std::string staging_dir;   // where each step's staging directory is made
   bool fail_fast = false;
   bool dry_run = false;
-  std::string engine_version;
-  std::string platform;
   std::string host;          // this node's name
-  // Where a step placed on another node is launched: the machine and launcher that
-  // render it. Absent: every step must be placed on this node.
-  const topo::MachineDescription* machine = nullptr;
-  const place::Launcher* launcher = nullptr;
   // Called whenever a step starts or ends (progress), with the counts so far.
   std::function<void(const Progress&)> progress;
   // Readable when the run must stop (SIGINT): running steps are killed, nothing
@@ -106,17 +99,15 @@ struct RunOptions {
   // run — and its entry goes into the report verbatim (StepRecord::recorded).
   std::optional<SettledReuse> reuse;
 
-  // The seams (null: the real thing). The clock every time of the run is read from;
-  // what runs a step (step_runner.h; the real one launches); how run() waits for its
-  // descriptors or a deadline (poll(2); a test with a FakeClock advances it instead of
-  // sleeping); what runs tool version commands.
-  const Clock* clock = nullptr;
+  // What runs each step (step_runner.h): handed in, as the session builds the real one
+  // (launch_runner.h) and a test a fake (fake_runner_for_test.h); needed unless dry_run.
   StepRunner* runner = nullptr;
+  // The seams (null: the real thing). The clock every time of the run is read from;
+  // how run() waits for its descriptors or a deadline (poll(2); a test with a
+  // FakeClock advances it instead of sleeping); what runs tool version commands.
+  const Clock* clock = nullptr;
   std::function<int(pollfd* fds, nfds_t n, int timeout_ms)> wait;
   place::VersionProbe* probe = nullptr;
-  // A step's output (stdout and stderr), once, after the step: the library never
-  // prints; the CLI prefixes each line with the step's name on stderr.
-  std::function<void(const std::string& step, std::string_view text)> step_output;
 };
 
 

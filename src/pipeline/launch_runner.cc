@@ -49,7 +49,15 @@ Result<CanonicalHash> hash_output(const std::string& path, const std::string& fo
 }  // namespace
 
 double LaunchStepRunner::now_s() const {
-  return std::chrono::duration<double>(clock().steady() - o_.t0).count();
+  return std::chrono::duration<double>(clock().steady() - t0_).count();
+}
+
+void LaunchStepRunner::begin(const RunStart& run) {
+  cache_ = run.cache;
+  tools_ = run.tools;
+  t0_ = run.t0;
+  announce_early_ = !run.leases;
+  record_settled_ = run.record_settled;
 }
 
 void LaunchStepRunner::start(StepTask task, Events events) {
@@ -202,8 +210,8 @@ bool LaunchStepRunner::stage_inputs(Attempt& a) {
       } else {
         const auto& rec = a.t.upstream.at(next_upstream++);
         // An upstream directory output is staged as the directory in/<name>/.
-        auto got = is_tree(rec) ? store::materialize_tree(cache_.objects(), rec.object, dest)
-                                : cache_.objects().materialize(rec.object, dest);
+        auto got = is_tree(rec) ? store::materialize_tree(cache_->objects(), rec.object, dest)
+                                : cache_->objects().materialize(rec.object, dest);
         if (!got.ok()) return fail(a, got.error().message());
         if (!got->present()) {
           return fail(a, fmt::format("input '{}' ({}) is not in the store: {}", name, item.text,
@@ -388,7 +396,7 @@ bool LaunchStepRunner::succeeded(Attempt& a, const launch::JobOutcome& outcome) 
   // Its output is kept, whatever became of the step: an object named in its record and
   // its row, which `berth log` prints (spec 04 §7.3). Losing it is a problem, not a
   // failure.
-  if (auto name = cache_.objects().put_object(a.log); name.ok()) {
+  if (auto name = cache_->objects().put_object(a.log); name.ok()) {
     a.r.log = *name;
   } else {
     a.d.problems.push_back(
@@ -443,7 +451,7 @@ bool LaunchStepRunner::store_outputs(Attempt& a) {
     }
     if (s.canonical.count(out) && s.canonical.at(out) == kTreeForm) {
       // A directory output: its files handed over, then its manifest (store/tree.h).
-      auto tree = store::put_tree(cache_.objects(), path);
+      auto tree = store::put_tree(cache_->objects(), path);
       if (!tree.ok()) return fail(a, tree.error().with_context("output '" + out + "'").message());
       a.r.outputs[out] = {*tree, std::string(kTreeForm), *tree};
       a.outputs[out] = output_json(a.r.outputs[out]);
@@ -455,7 +463,7 @@ bool LaunchStepRunner::store_outputs(Attempt& a) {
                                  out, out));
     }
     // The output is handed over: the store may make it the stored copy (no copy).
-    auto object = cache_.objects().adopt_object_file(path);
+    auto object = cache_->objects().adopt_object_file(path);
     if (!object.ok()) return fail(a, object.error().message());
     auto canon =
         hash_output(path, s.canonical.count(out) ? s.canonical.at(out) : "bytes", *object, parent_);
@@ -472,13 +480,13 @@ bool LaunchStepRunner::publish(Attempt& a, const Events& events) {
   // In a run without leases nobody else is expected to publish this key, so its
   // dependents need not wait for the row to be durable: they start now. A row that
   // then fails to be written costs the cache entry (a problem), not the step.
-  a.announced = o_.announce_early && events.known;
+  a.announced = announce_early_ && events.known;
   if (a.announced) events.known(a.r.outputs);
-  ProvenanceContext who{o_.engine_version, o_.platform, o_.worker, o_.tools, a.started, ""};
+  ProvenanceContext who{o_.engine_version, o_.platform, o_.worker, tools_, a.started, ""};
   who.end = utc_text(clock().wall());
   json prov = step_provenance(s, a.r, a.p, std::move(a.prov_inputs), who);
   std::string mine = step_row_text(key, s.name, a.outputs, a.r.log, prov);
-  auto put = put_step_row(cache_.rows(), store::row_address(kStepsRow, key), mine);
+  auto put = put_step_row(cache_->rows(), store::row_address(kStepsRow, key), mine);
   if (!put.ok() && !a.announced) return fail(a, put.error().message());
   a.r.computed_by = computed_by(prov);
   if (!put.ok()) {
@@ -492,18 +500,18 @@ bool LaunchStepRunner::publish(Attempt& a, const Events& events) {
     // Another computation of this key published first: the winner's row is in force.
     adopt_winner(put->existing, s.name, key, a.d);
   }
-  if (cache_.index() && put.ok()) {
-    cache_.index()->remember_step(key, put->created ? mine : put->existing);
+  if (cache_->index() && put.ok()) {
+    cache_->index()->remember_step(key, put->created ? mine : put->existing);
   }
   a.d.row_ours = put.ok() && put->created;
   // Every object the row names is there now, or is stored again from the file still
   // in staging.
-  if (a.d.row_ours) make_sure_of_objects(cache_.objects(), a.paths.outputs, s.name, a.d);
+  if (a.d.row_ours) make_sure_of_objects(cache_->objects(), a.paths.outputs, s.name, a.d);
   return true;
 }
 
 void LaunchStepRunner::finish(Attempt& a) {
-  auto m = cache_.materialize(a.r, &a.d.problems, o_.record_settled ? &a.d.results : nullptr);
+  auto m = cache_->materialize(a.r, &a.d.problems, record_settled_ ? &a.d.results : nullptr);
   cleanup(a);
   // What it left beside its outputs was removed with the directory: said, by name.
   if (auto note = leftovers_notice(undeclared_files(a.left, a.s.outputs, staged_beside(a.s)))) {

@@ -51,13 +51,7 @@ struct LaunchRunnerOptions {
   std::string platform;
   std::string worker;  // this worker's name ("" for an ordinary run)
   int cancel_fd = -1;  // readable: running jobs end (spec 03 §6)
-  // Dependents may start once a step's outputs are stored, before its row is durable
-  // (a run without leases: nobody else publishes the key).
-  bool announce_early = true;
-  bool record_settled = false;  // stamp results for a settled record
-  const ToolVersions* tools = nullptr;
-  const Clock* clock = nullptr;                // the run's clock (null: the real one)
-  std::chrono::steady_clock::time_point t0{};  // the run's start, for start_s / end_s
+  const Clock* clock = nullptr;  // the run's clock (null: the real one)
   // A step's output (stdout and stderr together), once, after it ends.
   std::function<void(const std::string& step, std::string_view text)> output;
   // What starts a step's processes on this node (null: the real one); a test's fake
@@ -67,11 +61,13 @@ struct LaunchRunnerOptions {
 
 class LaunchStepRunner final : public StepRunner {
  public:
-  LaunchStepRunner(const Graph& g, StepCache& cache, Staging& staging, const Env& parent,
-                   LaunchRunnerOptions o)
-      : g_(g), cache_(cache), staging_(staging), parent_(parent), o_(std::move(o)) {}
+  // Steps of `g`, each staged in a directory of `staging` (staging.h), launched in an
+  // environment made from `parent`.
+  LaunchStepRunner(const Graph& g, Staging& staging, const Env& parent, LaunchRunnerOptions o)
+      : g_(g), staging_(staging), parent_(parent), o_(std::move(o)) {}
   ~LaunchStepRunner() override { join(); }
 
+  void begin(const RunStart& run) override;
   void start(StepTask task, Events events) override;
   void cancel() override {}  // every job watches o.cancel_fd itself
   void join() override;
@@ -104,8 +100,15 @@ class LaunchStepRunner final : public StepRunner {
   const Clock& clock() const { return o_.clock != nullptr ? *o_.clock : Clock::real(); }
 
   const Graph& g_;
-  StepCache& cache_;
   Staging& staging_;
+  // From begin(): where results go; the tools' versions; the run's start; whether a
+  // step's dependents may start once its outputs are stored, before its row is durable
+  // (a run without leases: nobody else publishes the key); whether results are stamped.
+  StepCache* cache_ = nullptr;
+  const ToolVersions* tools_ = nullptr;
+  std::chrono::steady_clock::time_point t0_{};
+  bool announce_early_ = true;
+  bool record_settled_ = false;
   const Env& parent_;
   LaunchRunnerOptions o_;
   std::mutex mu_;

@@ -57,6 +57,7 @@ class LaunchRunnerTest : public ::testing::Test {
     };
     cache_.emplace(store_, store_, nullptr, (dir_ / "results").string());
     staging_.emplace((dir_ / "staging").string());
+    start_.cache = &*cache_;
   }
   void TearDown() override {
     staging_.reset();  // it removes the directories it kept first
@@ -104,7 +105,8 @@ class LaunchRunnerTest : public ::testing::Test {
   Told run(StepTask t) {
     Told told;
     {
-      LaunchStepRunner runner(g_, *cache_, *staging_, env_, o_);
+      LaunchStepRunner runner(g_, *staging_, env_, o_);
+      runner.begin(start_);
       StepRunner::Events ev;
       ev.exited = [&told] { ++told.exited; };
       ev.known = [&told](const std::map<std::string, StepRecord::Output>&) { ++told.known; };
@@ -137,6 +139,7 @@ class LaunchRunnerTest : public ::testing::Test {
   FakeClock clock_;
   FakeSpawner spawner_;
   LaunchRunnerOptions o_;
+  RunStart start_;  // its cache set in SetUp
   std::vector<std::string> outputs_;  // what reached the output callback
 };
 
@@ -178,6 +181,17 @@ TEST_F(LaunchRunnerTest, ItsOutputsAreStoredAndItsRowPublished) {
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(fs::path(seen[0].cwd).parent_path(), dir_ / "staging");
   EXPECT_FALSE(fs::exists(fs::path(seen[0].cwd) / "out" / "o"));
+}
+
+// Workers claim keys: another worker may publish the same key first, so a step's
+// dependents wait for its row (spec 06), and the run said so when it began.
+TEST_F(LaunchRunnerTest, UnderLeasesItsDependentsAreNotToldBeforeItsRow) {
+  load(kCopy);
+  start_.leases = true;
+  Told told = run(task(0));
+  ASSERT_EQ(told.done->record.state, StepState::kExecuted) << told.done->record.reason;
+  EXPECT_EQ(told.known, 0);
+  EXPECT_TRUE(row("key-copy").has_value());
 }
 
 TEST_F(LaunchRunnerTest, AStepWhoseSpawnerCannotStartItPublishesNothingAndSaysWhy) {

@@ -18,6 +18,7 @@
 #include "pipeline/discover.h"
 #include "pipeline/graph.h"
 #include "pipeline/index.h"
+#include "pipeline/launch_runner.h"
 #include "pipeline/lease.h"
 #include "pipeline/pipeline_file.h"
 #include "pipeline/previous_basis.h"
@@ -123,7 +124,8 @@ struct Session::State {
   std::chrono::milliseconds lease{0};
   std::optional<place::Pool> pool;
   std::optional<CacheLock> lock;
-  std::unique_ptr<store::ObjectStore> store;
+  std::unique_ptr<store::ObjectStore> own_store;  // the store opened from `url`
+  store::ObjectStore* store = nullptr;   // the run's: own_store, or the one handed in
   store::ObjectStore* shared = nullptr;
   store::PatientStore* patient = nullptr;  // the shared store, waiting out its outages
   std::unique_ptr<Leases> leases;
@@ -140,6 +142,23 @@ struct Session::State {
   std::string base() const {
     return settled_base(o.engine_version, cwd, settled_name, url, abs_results);
   }
+  // Session::run's parts: after a record that does not hold as a whole, the graph and
+  // what of the record the run may reuse; the run's options; the store's outages said.
+  Result<std::optional<SettledReuse>> reuse_from_record();
+  RunOptions run_options(int cancel_fd, std::optional<SettledReuse> reuse);
+  void note_store_waits(RunReport& rep) const;
+  // Session::open's steps (session.h): the file read and its paths made; the settled
+  // record this context (or its base) left, if any; worker mode checked and named; the
+  // pool; the cache directory; the store (opened from the URL: open_patient_store());
+  // the index.
+  Result<void> read_pipeline();
+  void find_record();
+  Result<void> worker_mode();
+  Result<void> make_pool();
+  Result<void> make_cache();
+  Result<void> open_store();
+  Result<void> open_patient_store();
+  void open_index();
   Result<void> load_graph();
   // The graph of an edited file from the settled record and the tables whose bytes
   // changed, parsed alone; false when that cannot be (load_graph() then reads it all).
@@ -164,6 +183,22 @@ struct Session::State {
   // overrides), for an ordinary run to reuse; null when the object's file is missing or
   // not the record's length. Keeps the object's bytes in `previous_object`.
   std::shared_ptr<const RecordedEntries> recorded_steps();
+  // The real step runner (launch_runner.h), its staging area made in `staging`.
+  std::unique_ptr<StepRunner> launch_runner(std::optional<Staging>& staging, int cancel_fd) {
+    staging.emplace(cache + "/staging");
+    staging->sweep_stale();
+    LaunchRunnerOptions lo;
+    lo.host = place.host;
+    lo.machine = place.machine;
+    lo.launcher = place.launcher;
+    lo.engine_version = o.engine_version;
+    lo.platform = platform();
+    lo.worker = worker;
+    lo.cancel_fd = cancel_fd;
+    lo.clock = o.clock;
+    lo.output = sinks.step_output;
+    return std::make_unique<LaunchStepRunner>(*graph, *staging, env, std::move(lo));
+  }
   // The record found, and where this run publishes (publish.h).
   PreviousRecord previous() {
     return {settled ? &*settled : nullptr, previous_object, previous_steps, previous_record,
@@ -171,7 +206,7 @@ struct Session::State {
   }
   PublishPlace publish_place() const {
     PublishPlace p;
-    p.store = store.get();
+    p.store = store;
     p.shared = shared;
     p.index = index.get();
     p.cache = cache;
@@ -315,108 +350,139 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
                                                const Env& env, SessionSinks sinks) {
   auto st = std::make_unique<State>(std::move(options), std::move(place), env, std::move(sinks));
   State& s = *st;
-  const SessionOptions& o = s.o;
-
   // 1. The pipeline file, expanded and checked before anything runs; unless the last
   // run of these very bytes settled, when parsing waits until the record turns out not
-  // to hold.
-  BERTH_TRY(s.text, files::read_file(o.pipeline));
-  s.bdir = berth_dir_for(o.pipeline);
-  s.settled_name = fs::absolute(o.pipeline).lexically_normal().string();
-  s.url = o.store.empty() ? "file://" + s.bdir + "/store" : o.store;
-  s.results_dir =
-      o.results.empty() ? (fs::path(s.bdir).parent_path() / "results").string() : o.results;
-  s.cwd = fs::current_path().string();
-  s.abs_results = fs::absolute(s.results_dir).lexically_normal().string();
-  s.may_settle = !o.dry_run && !o.worker && o.targets.empty() && o.config.empty();
-  if (s.may_settle) {
-    std::string cache_dir = o.cache.empty() ? s.bdir + "/cache" : fs::absolute(o.cache).string();
-    std::string ix = cache_dir + "/index.sqlite";
-    if (files::exists(ix)) {
-      if (auto opened = Index::open(ix); opened.ok()) s.index = std::move(*opened);
-    }
-    if (s.index && s.index->rebuilt_reason().empty()) {
-      // The index names the record's file; a file of another length, or one that does
-      // not decode, is no record.
-      auto where = s.index->settled(s.settled_name);
-      auto ptr = where ? read_settled_pointer(*where) : std::nullopt;
-      // Mapped, not read (megabytes for 10^4 steps): records are replaced whole.
-      auto bytes = ptr ? files::map_file(ptr->first, ptr->second)
-                       : Result<files::SharedBytes>(fail(Errc::kNotFound, "no record"));
-      if (bytes.ok()) {
-        s.previous_record = ptr->first;
-        // Its steps' entries are read only if the record does not hold as a whole.
-        auto rec = decode_settled(**bytes, false, &s.entries_at);
-        if (rec.ok()) s.record_bytes = std::move(*bytes);
-        if (rec.ok()) {
-          s.previous_steps = settled_steps_path(cache_dir, rec->steps_object);
-          if (rec->context == s.context()) {
-            s.settled = std::move(*rec);
-            s.same = true;
-          } else if (rec->base == s.base()) {
-            s.settled = std::move(*rec);  // another version of the file: reuse by fingerprint
-          }
-        }
-      }
-    }
-  }
-  // An edit of a few tables of a settled pipeline: those tables alone.
+  // to hold. An edit of a few tables of a settled pipeline: those tables alone.
+  BERTH_CHECK(s.read_pipeline());
+  if (s.may_settle) s.find_record();
   if (!s.same && !s.load_tables()) BERTH_CHECK(s.load_graph());
-
   // 2. Worker mode is refused before anything runs when it could not divide anything.
-  if (o.worker) {
-    if (o.worker->empty()) {
-      s.worker = generate_worker_name(s.clock(), getpid());
-    } else {
-      auto name = check_worker_name(*o.worker);
-      if (!name.ok()) return name.error().with_context("--worker");
-      s.worker = *name;
-    }
-    if (o.store.empty()) {
-      return fail(Errc::kInvalidInput,
-                  "--worker needs a shared store: give --store URL (a file:// directory every "
-                  "worker can reach, or s3://bucket/prefix); a worker without one has nobody to "
-                  "divide the work with and would compute the whole pipeline alone");
-    }
-    BERTH_TRY(s.lease, parse_duration(o.lease, "--lease"));
-  }
+  if (s.o.worker) BERTH_CHECK(s.worker_mode());
+  // 3.-5. The pool, the cache directory, the store.
+  BERTH_CHECK(s.make_pool());
+  BERTH_CHECK(s.make_cache());
+  BERTH_CHECK(s.open_store());
+  s.open_index();
+  return std::unique_ptr<Session>(new Session(std::move(st)));
+}
 
-  // 3. The pool. A worker places steps on its own node only: the other nodes have
-  // workers of their own (srun -N 4 berth run ... --worker starts one on each). Every
-  // node a step may be placed on can be reached from here, or nothing runs: a step
-  // must never run on this node under another's name (spec 02 §7).
-  std::vector<place::PoolNode> nodes = s.place.nodes;
-  if (o.worker && !s.place.host.empty()) {
-    std::erase_if(nodes, [&](const place::PoolNode& n) { return n.name != s.place.host; });
+Result<void> Session::State::read_pipeline() {
+  BERTH_TRY(text, files::read_file(o.pipeline));
+  bdir = berth_dir_for(o.pipeline);
+  settled_name = fs::absolute(o.pipeline).lexically_normal().string();
+  url = o.store.empty() ? "file://" + bdir + "/store" : o.store;
+  results_dir = o.results.empty() ? (fs::path(bdir).parent_path() / "results").string() : o.results;
+  cwd = fs::current_path().string();
+  abs_results = fs::absolute(results_dir).lexically_normal().string();
+  may_settle = !o.dry_run && !o.worker && o.targets.empty() && o.config.empty();
+  return Ok{};
+}
+
+void Session::State::find_record() {
+  std::string cache_dir = o.cache.empty() ? bdir + "/cache" : fs::absolute(o.cache).string();
+  std::string ix = cache_dir + "/index.sqlite";
+  if (files::exists(ix)) {
+    if (auto opened = Index::open(ix); opened.ok()) index = std::move(*opened);
   }
-  if (s.place.launcher != nullptr) {
+  if (!index || !index->rebuilt_reason().empty()) return;
+  // The index names the record's file; a file of another length, or one that does not
+  // decode, is no record.
+  auto where = index->settled(settled_name);
+  auto ptr = where ? read_settled_pointer(*where) : std::nullopt;
+  if (!ptr) return;
+  // Mapped, not read (megabytes for 10^4 steps): records are replaced whole.
+  auto bytes = files::map_file(ptr->first, ptr->second);
+  if (!bytes.ok()) return;
+  previous_record = ptr->first;
+  // Its steps' entries are read only if the record does not hold as a whole.
+  auto rec = decode_settled(**bytes, false, &entries_at);
+  if (!rec.ok()) return;
+  record_bytes = std::move(*bytes);
+  previous_steps = settled_steps_path(cache_dir, rec->steps_object);
+  if (rec->context == context()) {
+    settled = std::move(*rec);
+    same = true;
+  } else if (rec->base == base()) {
+    settled = std::move(*rec);  // another version of the file: reuse by fingerprint
+  }
+}
+
+Result<void> Session::State::worker_mode() {
+  if (o.worker->empty()) {
+    worker = generate_worker_name(clock(), getpid());
+  } else {
+    auto name = check_worker_name(*o.worker);
+    if (!name.ok()) return name.error().with_context("--worker");
+    worker = *name;
+  }
+  if (o.store.empty()) {
+    return fail(Errc::kInvalidInput,
+                "--worker needs a shared store: give --store URL (a file:// directory every "
+                "worker can reach, or s3://bucket/prefix); a worker without one has nobody to "
+                "divide the work with and would compute the whole pipeline alone");
+  }
+  BERTH_TRY(lease, parse_duration(o.lease, "--lease"));
+  return Ok{};
+}
+
+Result<void> Session::State::make_pool() {
+  // A worker places steps on its own node only: the other nodes have workers of their
+  // own (srun -N 4 berth run ... --worker starts one on each). Every node a step may be
+  // placed on can be reached from here, or nothing runs: a step must never run on this
+  // node under another's name (spec 02 §7).
+  std::vector<place::PoolNode> nodes = place.nodes;
+  if (o.worker && !place.host.empty()) {
+    std::erase_if(nodes, [&](const place::PoolNode& n) { return n.name != place.host; });
+  }
+  if (place.launcher != nullptr) {
     for (const auto& n : nodes) {
-      if (std::string why = place::unreachable(*s.place.launcher, n.name, s.place.host);
+      if (std::string why = place::unreachable(*place.launcher, n.name, place.host);
           !why.empty()) {
         return fail(Errc::kRefused, why);
       }
     }
   }
-  s.pool.emplace(nodes);
+  pool.emplace(nodes);
+  return Ok{};
+}
 
-  // 4. The cache directory: this machine's index, staging area and (for a worker) its
-  // local object tier. One per worker by default: never one SQLite file shared over a
-  // network filesystem. An explicit --cache for a worker is guarded by a lock file.
-  s.cache = !o.cache.empty() ? fs::absolute(o.cache).string()
-            : o.worker       ? s.bdir + "/cache/workers/" + s.worker
-                             : s.bdir + "/cache";
+Result<void> Session::State::make_cache() {
+  // This machine's index, staging area and (for a worker) its local object tier. One
+  // per worker by default: never one SQLite file shared over a network filesystem. An
+  // explicit --cache for a worker is guarded by a lock file.
+  cache = !o.cache.empty() ? fs::absolute(o.cache).string()
+          : o.worker       ? bdir + "/cache/workers/" + worker
+                           : bdir + "/cache";
   std::error_code ec;
-  fs::create_directories(s.cache, ec);
-  if (ec) return fail(Errc::kIo, fmt::format("cannot create {}: {}", s.cache, ec.message()));
+  fs::create_directories(cache, ec);
+  if (ec) return fail(Errc::kIo, fmt::format("cannot create {}: {}", cache, ec.message()));
   if (o.worker && !o.cache.empty()) {
-    auto l = CacheLock::acquire(s.cache, s.worker, s.place.host, s.clock());
+    auto l = CacheLock::acquire(cache, worker, place.host, clock());
     if (!l.ok()) return l.error().with_context("--cache");
-    s.lock.emplace(std::move(*l));
+    lock.emplace(std::move(*l));
   }
+  fs::create_directories(cache + "/staging", ec);
+  report_path = (o.worker || !o.cache.empty() ? cache : bdir) + "/last-run.json";
+  return Ok{};
+}
 
-  // 5. The store: a worker reads and writes objects through a local tier, and always
-  // asks the shared store about rows and leases.
-  auto parsed = store::parse_store_url(s.url, s.cwd);
+Result<void> Session::State::open_store() {
+  if (place.store != nullptr) {
+    store = shared = place.store;
+  } else {
+    BERTH_CHECK(open_patient_store());
+  }
+  for (const auto& n : store->notices()) say(n);
+  if (o.worker) {
+    leases = std::make_unique<Leases>(*shared, worker, Leases::new_token(), clock(), lease);
+  }
+  return Ok{};
+}
+
+Result<void> Session::State::open_patient_store() {
+  // A worker reads and writes objects through a local tier, and always asks the shared
+  // store about rows and leases.
+  auto parsed = store::parse_store_url(url, cwd);
   if (!parsed.ok()) return parsed.error().with_context("--store");
   auto opened = store::open_store(*parsed, env);
   if (!opened.ok()) return opened.error().with_context("--store");
@@ -424,53 +490,50 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   // (spec 05 §9): an object store or parallel filesystem pausing is ordinary.
   store::Patience patience;
   BERTH_TRY(patience.patience, parse_duration(o.store_patience, "--store-patience"));
-  State* sp = &s;
-  patience.on_wait = [sp](const std::string& name, const Error& e) {
-    sp->say(fmt::format("the store {} is not answering ({}); waiting up to {} for it "
-                        "(--store-patience)",
-                        name, e.message(), sp->o.store_patience));
+  patience.on_wait = [this](const std::string& name, const Error& e) {
+    say(fmt::format("the store {} is not answering ({}); waiting up to {} for it "
+                    "(--store-patience)",
+                    name, e.message(), o.store_patience));
   };
-  patience.on_back = [sp](const std::string& name, std::chrono::milliseconds away) {
-    sp->say(fmt::format("the store {} answered again after {:.1f} s", name,
-                        static_cast<double>(away.count()) / 1000.0));
+  patience.on_back = [this](const std::string& name, std::chrono::milliseconds away) {
+    say(fmt::format("the store {} answered again after {:.1f} s", name,
+                    static_cast<double>(away.count()) / 1000.0));
   };
-  auto patient =
-      std::make_unique<store::PatientStore>(std::move(*opened), std::move(patience), s.clock());
-  s.patient = patient.get();
-  s.store = std::move(patient);
-  s.shared = s.store.get();
+  auto made = std::make_unique<store::PatientStore>(std::move(*opened), std::move(patience),
+                                                    clock());
+  patient = made.get();
+  shared = made.get();
+  own_store = std::move(made);
   if (o.worker) {
-    auto local = store::FileStore::open(s.cache + "/objects");
+    auto local = store::FileStore::open(cache + "/objects");
     if (!local.ok()) return local.error().with_context("the worker's local tier");
-    auto tiered = std::make_unique<store::TieredStore>(std::move(*local), std::move(s.store));
-    s.shared = &tiered->shared();
-    s.store = std::move(tiered);
+    auto tiered = std::make_unique<store::TieredStore>(std::move(*local), std::move(own_store));
+    shared = &tiered->shared();
+    own_store = std::move(tiered);
   }
-  for (const auto& n : s.store->notices()) s.say(n);
-  s.report_path = (o.worker || !o.cache.empty() ? s.cache : s.bdir) + "/last-run.json";
-  if (o.worker) {
-    s.leases =
-        std::make_unique<Leases>(*s.shared, s.worker, Leases::new_token(), s.clock(), s.lease);
-  }
-  fs::create_directories(s.cache + "/staging", ec);
+  store = own_store.get();
+  return Ok{};
+}
+
+void Session::State::open_index() {
   // This machine's index of what it knows; disposable, rebuilt from the store.
   bool fresh_index = false;
-  if (!s.index) {
-    fresh_index = !files::exists(s.cache + "/index.sqlite");
-    if (auto ix = Index::open(s.cache + "/index.sqlite"); ix.ok()) {
-      s.index = std::move(*ix);
+  if (!index) {
+    fresh_index = !files::exists(cache + "/index.sqlite");
+    if (auto ix = Index::open(cache + "/index.sqlite"); ix.ok()) {
+      index = std::move(*ix);
     } else {
-      s.say("running without the local index: " + ix.error().message());
+      say("running without the local index: " + ix.error().message());
     }
   }
-  if (s.index && !s.index->rebuilt_reason().empty()) {
-    s.say("the local index was rebuilt: " + s.index->rebuilt_reason());
+  if (index && !index->rebuilt_reason().empty()) {
+    say("the local index was rebuilt: " + index->rebuilt_reason());
     fresh_index = true;
   }
   // A new or rebuilt index names no settled record: the files of any left beside it
   // are no one's now (spec 04 §7.1), and go.
-  if (s.index && fresh_index) fs::remove_all(s.cache + "/settled", ec);
-  return std::unique_ptr<Session>(new Session(std::move(st)));
+  std::error_code ec;
+  if (index && fresh_index) fs::remove_all(cache + "/settled", ec);
 }
 
 std::shared_ptr<const RecordedEntries> Session::State::recorded_steps() {
@@ -485,9 +548,8 @@ std::shared_ptr<const RecordedEntries> Session::State::recorded_steps() {
 Result<RunOutcome> Session::run(int cancel_fd) {
   State& s = *s_;
   // 6. A settled pipeline whose record still holds is that run again: reported, not
-  // re-derived. Otherwise the ordinary run, which records afresh.
-  // When it does not hold, the run reuses the entry of every step whose own facts
-  // still hold (executor.h).
+  // re-derived. Otherwise the ordinary run, which records afresh; it reuses the entry
+  // of every step whose own facts still hold (record_reuse.h).
   std::optional<SettledReuse> reuse;
   if (s.settled) {
     std::optional<CaptureProbe> own;
@@ -499,95 +561,20 @@ Result<RunOutcome> Session::run(int cancel_fd) {
         return std::move(*answered);
       }
     }
-    // The record's entries, then their text (which needs where they lie).
-    if (s.decode_entries() && !s.recorded) s.recorded = s.recorded_steps();
-    // A graph made from the edited tables alone, whose other steps cannot all be
-    // reused: the file is read whole after all.
-    if (s.from_tables && !s.tables_hold()) {
-      s.graph.reset();
-      s.from_tables = false;
-      BERTH_CHECK(s.load_graph());
-    }
-    // The same bytes, some facts changed: the steps that must be keyed again, alone.
-    if (!s.graph && s.same && s.recorded) s.load_fresh();
-    if (s.recorded) {
-      reuse.emplace();
-      reuse->record = &*s.settled;
-      reuse->check = &*s.check;
-      reuse->steps = s.recorded;
-      reuse->verify_fingerprints = !s.same || !s.check->tools_same;
-      if (s.check->tools_same) reuse->same_tables = std::move(s.same_tables);
-      // A table that finds its foreach values among the files may expand otherwise
-      // from the same bytes (one value, a name without it): its steps are reused only
-      // with their recorded fingerprints, the other tables' by name as before.
-      if (s.same && s.check->tools_same && !s.settled->globbed.empty()) {
-        size_t tables = 0;
-        for (const auto& e : s.settled->entries) tables = std::max<size_t>(tables, e.table + 1);
-        reuse->verify_fingerprints = true;
-        reuse->same_tables.assign(tables, 1);
-        for (uint32_t k : s.settled->globbed) {
-          if (k < tables) reuse->same_tables[k] = 0;
-        }
-      }
-    }
-    if (!s.graph) BERTH_CHECK(s.load_graph());
+    BERTH_TRY(reuse, s.reuse_from_record());
   }
 
-  // 7. The ordinary run.
-  RunOptions ro;
-  ro.results_dir = s.results_dir;
-  ro.staging_dir = s.cache + "/staging";
-  ro.dry_run = s.o.dry_run;
-  ro.fail_fast = s.o.fail_fast;
-  ro.engine_version = s.o.engine_version;
-  ro.clock = s.o.clock;
-  ro.platform = platform();
-  ro.host = s.place.host;
-  ro.machine = s.place.machine;
-  ro.launcher = s.place.launcher;
-  ro.shared = s.shared;
-  ro.worker = s.worker;
-  ro.leases = s.leases.get();
-  ro.index = s.index.get();
-  ro.probe = s.place.probe;
-  ro.cancel_fd = cancel_fd;
-  if (s.sinks.progress) {
-    // The progress line says when the store is being waited for.
-    store::PatientStore* patient = s.patient;
-    auto sink = s.sinks.progress;
-    ro.progress = [patient, sink](const Progress& p) {
-      std::string wait = patient != nullptr ? patient->waiting() : "";
-      if (wait.empty()) return sink(p);
-      Progress q = p;
-      q.store_wait = std::move(wait);
-      sink(q);
-    };
+  // 7. The ordinary run, on the step runner handed in or the real one (whose staging
+  // area outlives its threads).
+  RunOptions ro = s.run_options(cancel_fd, std::move(reuse));
+  std::optional<Staging> staging;
+  std::unique_ptr<StepRunner> own_runner;
+  if (!ro.dry_run && ro.runner == nullptr) {
+    own_runner = s.launch_runner(staging, cancel_fd);
+    ro.runner = own_runner.get();
   }
-  ro.step_output = s.sinks.step_output;
-  std::string report_path = s.report_path;
-  ro.load_previous = [report_path] { return previous_bases(report_path); };
-  // A step the record holds finds its previous basis in its recorded entry, already
-  // read, rather than in the report beside the pipeline, megabytes read again.
-  ro.find_previous = previous_basis_finder(report_path, reuse ? reuse->steps : nullptr,
-                                           reuse ? reuse->record : nullptr);
-  ro.record_settled = s.may_settle && ro.index;
-  ro.reuse = std::move(reuse);
   BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
-  if (s.patient != nullptr) {
-    store::StoreWaits w = s.patient->stats();
-    rep.store_waits = {w.outages, static_cast<double>(w.waited.count()) / 1000.0, w.gave_up};
-    if (w.outages > 0) {
-      rep.notices.push_back(fmt::format(
-          "the store {} did not answer {} time{}, {:.1f} s in all; the run waited it out",
-          s.patient->describe(), w.outages, w.outages == 1 ? "" : "s", rep.store_waits.waited_s));
-    }
-    if (w.gave_up > 0) {
-      rep.notices.push_back(fmt::format(
-          "the store {} did not answer within --store-patience {} ({} operation{} gave up): {}",
-          s.patient->describe(), s.o.store_patience, w.gave_up, w.gave_up == 1 ? "" : "s",
-          w.last_error));
-    }
-  }
+  s.note_store_waits(rep);
   // A run whose steps were discovered from directories is that run again only while
   // they hold what they held: their stamps go into the record with the inputs'.
   if (rep.settled && !s.discovered.stable) rep.settled.reset();
@@ -598,16 +585,103 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   }
 
   // 8. The report: stored with the run, kept beside the pipeline; a run that settled
-  // leaves its record for the next.
+  // leaves its record for the next. A dry run's is neither kept nor stored, and records
+  // nothing: its JSON, megabytes for 10^5 steps, is made only if it is printed.
   RunOutcome out;
   out.worker = s.worker;
   out.tables_read_again = s.from_tables ? s.tables_again : 0;
-  // A dry run's report is neither kept nor stored, and records nothing: its JSON,
-  // megabytes for 10^5 steps, is made only if it is printed (run_outcome.h).
   if (!s.o.dry_run) out.text = publish_run(rep, ro.record_settled, s.previous(), s.publish_place());
   out.exit_code = rep.exit_code();
   out.report = std::move(rep);
   return out;
+}
+
+Result<std::optional<SettledReuse>> Session::State::reuse_from_record() {
+  std::optional<SettledReuse> reuse;
+  // The record's entries, then their text (which needs where they lie).
+  if (decode_entries() && !recorded) recorded = recorded_steps();
+  // A graph made from the edited tables alone, whose other steps cannot all be
+  // reused: the file is read whole after all.
+  if (from_tables && !tables_hold()) {
+    graph.reset();
+    from_tables = false;
+    BERTH_CHECK(load_graph());
+  }
+  // The same bytes, some facts changed: the steps that must be keyed again, alone.
+  if (!graph && same && recorded) load_fresh();
+  if (recorded) {
+    reuse.emplace();
+    reuse->record = &*settled;
+    reuse->check = &*check;
+    reuse->steps = recorded;
+    reuse->verify_fingerprints = !same || !check->tools_same;
+    if (check->tools_same) reuse->same_tables = std::move(same_tables);
+    // A table that finds its foreach values among the files may expand otherwise
+    // from the same bytes (one value, a name without it): its steps are reused only
+    // with their recorded fingerprints, the other tables' by name as before.
+    if (same && check->tools_same && !settled->globbed.empty()) {
+      size_t n_tables = 0;
+      for (const auto& e : settled->entries) n_tables = std::max<size_t>(n_tables, e.table + 1);
+      reuse->verify_fingerprints = true;
+      reuse->same_tables.assign(n_tables, 1);
+      for (uint32_t k : settled->globbed) {
+        if (k < n_tables) reuse->same_tables[k] = 0;
+      }
+    }
+  }
+  if (!graph) BERTH_CHECK(load_graph());
+  return reuse;
+}
+
+RunOptions Session::State::run_options(int cancel_fd, std::optional<SettledReuse> reuse) {
+  RunOptions ro;
+  ro.results_dir = results_dir;
+  ro.dry_run = o.dry_run;
+  ro.fail_fast = o.fail_fast;
+  ro.clock = o.clock;
+  ro.host = place.host;
+  ro.shared = shared;
+  ro.worker = worker;
+  ro.leases = leases.get();
+  ro.index = index.get();
+  ro.probe = place.probe;
+  ro.runner = place.runner;
+  ro.cancel_fd = cancel_fd;
+  if (sinks.progress) {
+    // The progress line says when the store is being waited for.
+    ro.progress = [patient = patient, sink = sinks.progress](const Progress& p) {
+      std::string wait = patient != nullptr ? patient->waiting() : "";
+      if (wait.empty()) return sink(p);
+      Progress q = p;
+      q.store_wait = std::move(wait);
+      sink(q);
+    };
+  }
+  ro.load_previous = [path = report_path] { return previous_bases(path); };
+  // A step the record holds finds its previous basis in its recorded entry, already
+  // read, rather than in the report beside the pipeline, megabytes read again.
+  ro.find_previous = previous_basis_finder(report_path, reuse ? reuse->steps : nullptr,
+                                           reuse ? reuse->record : nullptr);
+  ro.record_settled = may_settle && ro.index;
+  ro.reuse = std::move(reuse);
+  return ro;
+}
+
+void Session::State::note_store_waits(RunReport& rep) const {
+  if (patient == nullptr) return;
+  store::StoreWaits w = patient->stats();
+  rep.store_waits = {w.outages, static_cast<double>(w.waited.count()) / 1000.0, w.gave_up};
+  if (w.outages > 0) {
+    rep.notices.push_back(fmt::format(
+        "the store {} did not answer {} time{}, {:.1f} s in all; the run waited it out",
+        patient->describe(), w.outages, w.outages == 1 ? "" : "s", rep.store_waits.waited_s));
+  }
+  if (w.gave_up > 0) {
+    rep.notices.push_back(fmt::format(
+        "the store {} did not answer within --store-patience {} ({} operation{} gave up): {}",
+        patient->describe(), o.store_patience, w.gave_up, w.gave_up == 1 ? "" : "s",
+        w.last_error));
+  }
 }
 
 }  // namespace berth::pipeline

@@ -76,6 +76,12 @@ struct SessionPlace {
   const topo::MachineDescription* machine = nullptr;
   const place::Launcher* launcher = nullptr;
   place::VersionProbe* probe = nullptr;  // runs tool version commands (null: the real one)
+  // Runs each step (null: the real runner, launching through `launch`); a test hands a
+  // fake (fake_runner_for_test.h).
+  StepRunner* runner = nullptr;
+  // The store every result goes to (null: the one SessionOptions::store names, waited
+  // out through outages); a test hands one of its own, used as it is.
+  store::ObjectStore* store = nullptr;
 };
 
 struct SessionSinks {

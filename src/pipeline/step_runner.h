@@ -4,11 +4,12 @@
 // cancellation — and hands each step it starts to a StepRunner, which runs it on its
 // placement and says, from any thread, when its processes have ended and what became of
 // it. The real runner (launch_runner.h) stages the inputs, launches through `launch`
-// and publishes to the store; a fake one in executor_test.cc decides each outcome by
+// and publishes to the store; a fake one (fake_runner_for_test.h) decides each outcome by
 // hand, so that every scheduling behaviour is tested with no process and no sleep, as
 // ninja tests its Builder with a FakeCommandRunner.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "pipeline/graph.h"
 #include "pipeline/index.h"
+#include "pipeline/key.h"
 #include "pipeline/report.h"
 #include "pipeline/settled.h"
 #include "place/placement.h"
@@ -55,6 +57,21 @@ struct StepResult {
   std::vector<std::string> problems;
 };
 
+class StepCache;
+
+// What only the run knows once it begins, handed to the runner before its first step:
+// the cache results are stored and looked up through, the tools' versions (provenance),
+// when the run began (a step's start_s and end_s count from it), whether workers claim
+// keys (then a step's dependents wait for its row), and whether results are stamped for
+// a settled record.
+struct RunStart {
+  StepCache* cache = nullptr;
+  const ToolVersions* tools = nullptr;
+  std::chrono::steady_clock::time_point t0{};
+  bool leases = false;
+  bool record_settled = false;
+};
+
 class StepRunner {
  public:
   // What a running step tells the executor; each may be called from any thread, each
@@ -69,6 +86,8 @@ class StepRunner {
   };
 
   virtual ~StepRunner() = default;
+  // The run begins: called once, before the first start().
+  virtual void begin(const RunStart&) {}
   // Starts the step; returns at once.
   virtual void start(StepTask task, Events events) = 0;
   // The run is cancelled: every running step ends as cancelled, nothing of it stored.
