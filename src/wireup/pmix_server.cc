@@ -37,6 +37,9 @@ namespace {
 // parse, and is never dialled by a rank that finds a PMIx server (spec 07 §2.3).
 constexpr const char* kOmpiDaemonUri = "0.0;tcp://127.0.0.1:1";
 
+// libpmix's MCA parameter that chooses its datastore components (spec 07 §2.1).
+constexpr const char* kDatastoreVariable = "PMIX_MCA_gds";
+
 // How long a registration may take before berth calls the library stuck.
 constexpr auto kRegistrationTimeout = std::chrono::seconds(10);
 
@@ -401,12 +404,8 @@ Result<void> Server::start() {
   info.str(PMIX_SERVER_NSPACE, fmt::format("berth.{}", ::getpid()));
   info.rank(PMIX_SERVER_RANK, 0);
   pmix_data_array_t arr = info.convert();
-  // libpmix's hash datastore rather than its shared-memory ones (ds12, ds21): no
-  // segment is made and mapped per namespace, which a job of one short task would pay
-  // for, and nothing of libpmix's writes into memory it did not allocate with malloc
-  // (the shared-memory stores' lock set-up trips AddressSanitizer). libpmix reads its
-  // parameters from the environment only; a user's own choice stands.
-  ::setenv("PMIX_MCA_gds", "hash", 0);
+  // libpmix chooses its datastore here, from the process's environment: main has set
+  // the choice there (PmixServer::datastore_choice).
   pmix_status_t rc;
   {
     SignalsBlocked blocked;  // libpmix's progress thread takes none of berth's signals
@@ -639,6 +638,11 @@ void Server::remove_job(const std::string& id) {
 }
 
 }  // namespace
+
+std::optional<std::pair<std::string, std::string>> PmixServer::datastore_choice(const Env& env) {
+  if (env.has(kDatastoreVariable)) return std::nullopt;
+  return std::make_pair(std::string(kDatastoreVariable), std::string("hash"));
+}
 
 Result<PmixServer*> PmixServer::instance(const std::string& tmp_root) {
   static std::mutex mu;
