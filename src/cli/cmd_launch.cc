@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/context.h"
 #include "cli/exit.h"
 #include "launch/job.h"
 #include "pipeline/gpu_proof.h"
@@ -69,7 +70,7 @@ class RankGpuCheck {
   }
 
  private:
-  const Env env_ = Env::from_process();
+  const Env& env_ = process_env();
   pipeline::GpuProof proof_;
   std::vector<std::unique_ptr<pipeline::GpuProof::Step>> ranks_;  // null: not checked
 };
@@ -285,12 +286,12 @@ Result<std::vector<topo::GpuIdentity>> read_rank_gpus(const Flags& f, launch::Jo
   }
   if (f.gpus_per_rank == 0) return std::vector<topo::GpuIdentity>{};
   const std::string root = f.sysfs_root.empty() ? "/" : f.sysfs_root;
-  auto gpus = topo::read_gpus(root, Env::from_process());
+  auto gpus = topo::read_gpus(root, process_env());
   if (!gpus.ok()) return gpus.error().with_context("--gpus-per-rank");
   auto devices = topo::read_gpu_identities(root, gpus->vendor);
   if (!devices.ok()) return devices.error().with_context("--gpus-per-rank");
   // Where MIG is on, its instances are the devices, as berth machine shows them.
-  auto open_nvml = [&](std::string* why) { return topo::open_nvml(Env::from_process(), why); };
+  auto open_nvml = [&](std::string* why) { return topo::open_nvml(process_env(), why); };
   auto mig = topo::describe_mig(root, open_nvml, *gpus, *devices);
   if (!mig.ok()) return mig.error().with_context("--gpus-per-rank");
   spec.gpus.per_rank = f.gpus_per_rank;
@@ -345,7 +346,7 @@ int run_forwarded(launch::JobSpec& spec, const std::vector<topo::GpuIdentity>& g
     std::fflush(stderr);
   };
   RankGpuCheck check(spec, gpu_devices);
-  auto outcome = launch::run_job(spec, Env::from_process(), launch::Spawner::real(), sinks);
+  auto outcome = launch::run_job(spec, process_env(), launch::Spawner::real(), sinks);
   check.finish();
   if (!outcome.ok()) return report(outcome.error());
   for (const auto& m : outcome->messages) std::fprintf(stderr, "berth: %s\n", m.c_str());
