@@ -49,6 +49,7 @@
 #include "util/files.h"
 #include "util/idset.h"
 #include "util/result.h"
+#include "wireup/pmix_server.h"
 
 namespace py = pybind11;
 
@@ -493,7 +494,14 @@ py::dict run_pipeline(const std::string& pipeline_path, const py::dict& opts, co
 PYBIND11_MODULE(berth, m) {
   using namespace berth;
   using namespace berth::python;
+  // The environment the version probe keeps is read first; then libpmix's datastore,
+  // which libpmix takes only from the process's environment (PmixServer::
+  // datastore_choice), is set there for berth alone, as main sets it for the CLI, before
+  // a run can start this process's PMIx server.
   version_probe();
+  if (auto v = wireup::PmixServer::datastore_choice(Env::from_process())) {
+    Env::set_for_berth_only(v->first, v->second);
+  }
   m.attr("__version__") = BERTH_VERSION;
   m.attr("engine_version") =
       std::string("berth ") + BERTH_VERSION + " (commit " + BERTH_GIT_COMMIT + ")";

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/context.h"
 #include "cli/exit.h"
 #include "launch/job.h"
 #include "pipeline/gpu_proof.h"
@@ -69,7 +70,7 @@ class RankGpuCheck {
   }
 
  private:
-  const Env env_ = Env::from_process();
+  const Env& env_ = process_env();
   pipeline::GpuProof proof_;
   std::vector<std::unique_ptr<pipeline::GpuProof::Step>> ranks_;  // null: not checked
 };
@@ -197,10 +198,10 @@ Result<launch::AppSpec> parse_app_segment(const std::vector<std::string>& words,
   return app;
 }
 
-int run_launch(CLI::App& app, const Flags& f) {
-  // 1. The apps: the first from the flags, the rest from ':' segments. A `--` before
-  // the first command was split off by main (command_tail); one after it belongs to
-  // the words CLI11 left, so it goes back where it stood.
+// The words for the apps, split at each ':'. A `--` before the first command was
+// split off by main (command_tail); one after it belongs to the words CLI11 left, so
+// it goes back where it stood.
+std::vector<std::vector<std::string>> app_segments(CLI::App& app) {
   std::vector<std::string> rest = app.remaining();
   if (const auto& tail = command_tail()) {
     if (!rest.empty()) rest.emplace_back("--");
@@ -214,86 +215,96 @@ int run_launch(CLI::App& app, const Flags& f) {
       segments.back().push_back(w);
     }
   }
-  launch::JobSpec spec;
-  auto job_env = ordered_directives(app);
-  if (!job_env.ok()) return report(job_env.error());
-  spec.env = std::move(*job_env);
-  for (size_t i = 0; i < segments.size(); ++i) {
-    if (i == 0) {
-      launch::AppSpec first;
-      first.argv = segments[0];
-      first.ranks = f.ranks;
-      first.cwd = f.wdir;
-      if (!f.cpu_set.empty()) {
-        auto ids = place::parse_ids(f.cpu_set, "--cpu-set");
-        if (!ids.ok()) return report(ids.error());
-        first.cpu_set = *ids;
-      }
-      if (first.argv.empty()) return report(Error(Errc::kInvalidInput, "no command to launch"));
-      spec.apps.push_back(std::move(first));
-    } else {
-      auto a = parse_app_segment(segments[i], i);
-      if (!a.ok()) return report(a.error());
-      spec.apps.push_back(std::move(*a));
-    }
-  }
+  return segments;
+}
 
-  // --host: mpirun's way of naming where ranks go. berth launch starts ranks on this
-  // node only, so any other node is refused before anything runs (spec 03 §2) rather
-  // than its ranks started here under its name.
-  alloc::LocalHost here = place::local_host();
-  const std::string short_name = here.hostname.substr(0, here.hostname.find('.'));
-  for (auto word : str::split(f.host, ',')) {
+// The job's directives and its apps: the first from the flags, the rest from ':'
+// segments.
+Result<void> read_apps(CLI::App& app, const Flags& f, launch::JobSpec& spec) {
+  std::vector<std::vector<std::string>> segments = app_segments(app);
+  BERTH_TRY(spec.env, ordered_directives(app));
+  launch::AppSpec first;
+  first.argv = segments[0];
+  first.ranks = f.ranks;
+  first.cwd = f.wdir;
+  if (!f.cpu_set.empty()) {
+    BERTH_TRY(first.cpu_set, place::parse_ids(f.cpu_set, "--cpu-set"));
+  }
+  if (first.argv.empty()) return fail(Errc::kInvalidInput, "no command to launch");
+  spec.apps.push_back(std::move(first));
+  for (size_t i = 1; i < segments.size(); ++i) {
+    BERTH_TRY(auto a, parse_app_segment(segments[i], i));
+    spec.apps.push_back(std::move(a));
+  }
+  return Ok{};
+}
+
+// --host: mpirun's way of naming where ranks go. berth launch starts ranks on this
+// node only, so any other node is refused before anything runs (spec 03 §2) rather
+// than its ranks started here under its name. `short_name` is this node's name up to
+// its first dot.
+Result<void> check_hosts(const std::string& hosts, const alloc::LocalHost& here,
+                         const std::string& short_name) {
+  for (auto word : str::split(hosts, ',')) {
     std::string_view name = word.substr(0, word.find(':'));
     if (name.empty()) continue;
     bool local = name == here.hostname || name == short_name;
     for (const auto& a : here.aliases) local = local || name == a;
     if (!local) {
-      return report(Error(Errc::kRefused,
-                          fmt::format("--host: '{}' is not this node ('{}'); berth launch starts "
-                                      "ranks on this node only: reach other nodes with srun, or "
-                                      "berth place --run inside their allocation",
-                                      str::printable(name), short_name)));
+      return fail(Errc::kRefused,
+                  fmt::format("--host: '{}' is not this node ('{}'); berth launch starts "
+                              "ranks on this node only: reach other nodes with srun, or "
+                              "berth place --run inside their allocation",
+                              str::printable(name), short_name));
     }
   }
+  return Ok{};
+}
 
-  // 2. This node's CPUs: one id per physical core, and every hardware thread.
+// This node's CPUs: one id per physical core, and every hardware thread.
+Result<void> read_cpus(const Flags& f, launch::JobSpec& spec) {
   std::optional<std::vector<int>> affinity;
   if (!f.affinity.empty()) {
     auto ids = idset::parse_ids(f.affinity);
-    if (!ids.ok()) return report(ids.error().with_context("--affinity"));
+    if (!ids.ok()) return ids.error().with_context("--affinity");
     affinity = *ids;
   }
   auto reader = topo::make_cpu_reader(f.sysfs_root.empty() ? "/" : f.sysfs_root, affinity);
-  auto reading = reader->read();
-  if (!reading.ok()) return report(reading.error());
-  topo::CoreSelection cores = topo::select_cores(*reading, std::nullopt);
+  BERTH_TRY(topo::CpuReading reading, reader->read());
+  topo::CoreSelection cores = topo::select_cores(reading, std::nullopt);
   spec.usable_cores = cores.usable_core_ids;
-  spec.hwthreads = reading->allowed;
-  // Each rank its own GPUs, the ones nearest its bound core (rank_gpus.h).
-  if (f.gpus_per_rank < 0)
-    return report(Error(Errc::kInvalidInput, "--gpus-per-rank must not be negative"));
-  std::vector<topo::GpuIdentity> gpu_devices;  // aligned with spec.gpus.ids
-  if (f.gpus_per_rank > 0) {
-    const std::string root = f.sysfs_root.empty() ? "/" : f.sysfs_root;
-    auto gpus = topo::read_gpus(root, Env::from_process());
-    if (!gpus.ok()) return report(gpus.error().with_context("--gpus-per-rank"));
-    auto devices = topo::read_gpu_identities(root, gpus->vendor);
-    if (!devices.ok()) return report(devices.error().with_context("--gpus-per-rank"));
-    // Where MIG is on, its instances are the devices, as berth machine shows them.
-    auto open_nvml = [&](std::string* why) { return topo::open_nvml(Env::from_process(), why); };
-    auto mig = topo::describe_mig(root, open_nvml, *gpus, *devices);
-    if (!mig.ok()) return report(mig.error().with_context("--gpus-per-rank"));
-    spec.gpus.per_rank = f.gpus_per_rank;
-    spec.gpus.variable = topo::gpu_visibility_variable(gpus->vendor);
-    spec.gpus.ids = gpus->ids;
-    for (const auto& d : topo::identities_of(gpus->ids, *devices)) {
-      spec.gpus.local_cores.push_back(d.local_cores);
-    }
-    gpu_devices = topo::identities_of(gpus->ids, *devices);
-  }
+  spec.hwthreads = reading.allowed;
+  return Ok{};
+}
 
-  // 3. The rest of the job.
+// Each rank its own GPUs, the ones nearest its bound core (rank_gpus.h): the node's
+// GPUs into `spec`, and their identities, aligned with spec.gpus.ids (none without
+// --gpus-per-rank).
+Result<std::vector<topo::GpuIdentity>> read_rank_gpus(const Flags& f, launch::JobSpec& spec) {
+  if (f.gpus_per_rank < 0) {
+    return fail(Errc::kInvalidInput, "--gpus-per-rank must not be negative");
+  }
+  if (f.gpus_per_rank == 0) return std::vector<topo::GpuIdentity>{};
+  const std::string root = f.sysfs_root.empty() ? "/" : f.sysfs_root;
+  auto gpus = topo::read_gpus(root, process_env());
+  if (!gpus.ok()) return gpus.error().with_context("--gpus-per-rank");
+  auto devices = topo::read_gpu_identities(root, gpus->vendor);
+  if (!devices.ok()) return devices.error().with_context("--gpus-per-rank");
+  // Where MIG is on, its instances are the devices, as berth machine shows them.
+  auto open_nvml = [&](std::string* why) { return topo::open_nvml(process_env(), why); };
+  auto mig = topo::describe_mig(root, open_nvml, *gpus, *devices);
+  if (!mig.ok()) return mig.error().with_context("--gpus-per-rank");
+  spec.gpus.per_rank = f.gpus_per_rank;
+  spec.gpus.variable = topo::gpu_visibility_variable(gpus->vendor);
+  spec.gpus.ids = gpus->ids;
+  for (const auto& d : topo::identities_of(gpus->ids, *devices)) {
+    spec.gpus.local_cores.push_back(d.local_cores);
+  }
+  return topo::identities_of(gpus->ids, *devices);
+}
+
+// The rest of the job: binding, output, input, time limits, wire-up, exec agent.
+Result<void> read_job_options(const Flags& f, launch::JobSpec& spec) {
   spec.bind = f.bind_to == "none"       ? launch::BindTo::kNone
               : f.bind_to == "hwthread" ? launch::BindTo::kHwthread
                                         : launch::BindTo::kCore;
@@ -307,22 +318,24 @@ int run_launch(CLI::App& app, const Flags& f) {
   spec.stdin_mode = f.stdin_mode == "all"    ? launch::StdinMode::kAll
                     : f.stdin_mode == "none" ? launch::StdinMode::kNone
                                              : launch::StdinMode::kRank0;
-  if (f.timeout_s < 0) return report(Error(Errc::kInvalidInput, "--timeout must not be negative"));
+  if (f.timeout_s < 0) return fail(Errc::kInvalidInput, "--timeout must not be negative");
   if (f.timeout_s > 0) {
     spec.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.timeout_s * 1000));
   }
-  if (f.grace_ms < 0) return report(Error(Errc::kInvalidInput, "--grace must not be negative"));
+  if (f.grace_ms < 0) return fail(Errc::kInvalidInput, "--grace must not be negative");
   spec.grace = std::chrono::milliseconds(f.grace_ms);
   spec.keep_going = f.keep_going;
   spec.oversubscribe = f.oversubscribe;
   auto mode = wireup::parse_mode(f.mpi);
-  if (!mode.ok()) return report(mode.error().with_context("--mpi"));
+  if (!mode.ok()) return mode.error().with_context("--mpi");
   spec.mpi = *mode;
   for (auto w : str::split_ws(f.exec_agent)) spec.exec_agent.emplace_back(w);
-  spec.job_id = std::to_string(::getpid());
-  spec.node = short_name;
+  return Ok{};
+}
 
-  // 4. Run, forwarding output to berth's own streams; say how it ended.
+// Runs the job, forwarding output to berth's own streams; says how it ended and
+// returns its exit status.
+int run_forwarded(launch::JobSpec& spec, const std::vector<topo::GpuIdentity>& gpu_devices) {
   launch::OutputSinks sinks;
   sinks.out = [](std::string_view s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
@@ -333,11 +346,30 @@ int run_launch(CLI::App& app, const Flags& f) {
     std::fflush(stderr);
   };
   RankGpuCheck check(spec, gpu_devices);
-  auto outcome = launch::run_job(spec, Env::from_process(), launch::Spawner::real(), sinks);
+  auto outcome = launch::run_job(spec, process_env(), launch::Spawner::real(), sinks);
   check.finish();
   if (!outcome.ok()) return report(outcome.error());
   for (const auto& m : outcome->messages) std::fprintf(stderr, "berth: %s\n", m.c_str());
   return outcome->exit_code;
+}
+
+int run_launch(CLI::App& app, const Flags& f) {
+  launch::JobSpec spec;
+  // 1. The apps, on this node only.
+  if (auto r = read_apps(app, f, spec); !r.ok()) return report(r.error());
+  alloc::LocalHost here = place::local_host();
+  const std::string short_name = here.hostname.substr(0, here.hostname.find('.'));
+  if (auto r = check_hosts(f.host, here, short_name); !r.ok()) return report(r.error());
+  // 2. This node's CPUs and GPUs.
+  if (auto r = read_cpus(f, spec); !r.ok()) return report(r.error());
+  auto gpu_devices = read_rank_gpus(f, spec);
+  if (!gpu_devices.ok()) return report(gpu_devices.error());
+  // 3. The rest of the job.
+  if (auto r = read_job_options(f, spec); !r.ok()) return report(r.error());
+  spec.job_id = std::to_string(::getpid());
+  spec.node = short_name;
+  // 4. Run.
+  return run_forwarded(spec, *gpu_devices);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "cli/version.h"
 #include "topo/cpu_reader.h"
 #include "util/say.h"
+#include "wireup/pmix_server.h"
 
 namespace {
 
@@ -58,11 +59,14 @@ std::optional<std::vector<std::string>>& berth::cli::command_tail() {
 }
 
 int main(int argc, char** argv) {
-  // Before any thread: hwloc's unused plugins left out, through the one variable
-  // berth sets in its own environment (and hands on to nothing it starts).
-  // (process_env() is taken here, before it, once for the whole command.)
-  if (auto v = berth::topo::HwlocCpuReader::unused_plugins(berth::cli::process_env())) {
-    berth::Env::set_for_berth_only(v->first, v->second);
+  // Before any thread: what berth's own libraries read only from the process
+  // environment, set there for berth alone (and handed on to nothing it starts) —
+  // hwloc's unused plugins left out, libpmix's hash datastore chosen. (process_env()
+  // is taken here, before them, once for the whole command.)
+  const berth::Env& env = berth::cli::process_env();
+  for (const auto& v : {berth::topo::HwlocCpuReader::unused_plugins(env),
+                        berth::wireup::PmixServer::datastore_choice(env)}) {
+    if (v) berth::Env::set_for_berth_only(v->first, v->second);
   }
   // What the floors below cannot hand up as a value (util/say.h) is said here.
   berth::set_say([](berth::SayLevel level, const char* text) {

@@ -78,9 +78,33 @@ class JobState {
   };
   struct Request;  // the message being answered, with what its answers need
 
+  // Each protocol's dispatch through its command table, then one function per command.
   void pmi1(Request& q);
+  void pmi1_init(Request& q);
+  void pmi1_maxes(Request& q);
+  void pmi1_appnum(Request& q);
+  void pmi1_universe_size(Request& q);
+  void pmi1_kvsname(Request& q);
+  void pmi1_put(Request& q);
+  void pmi1_get(Request& q);
+  void pmi1_finalize(Request& q);
+  void pmi1_abort(Request& q);
+  void pmi1_spawn(Request& q, const std::string& event);
   void pmi2(Request& q);
+  void pmi2_fullinit(Request& q);
+  void pmi2_job_getid(Request& q);
+  void pmi2_getjobattr(Request& q);
+  void pmi2_putnodeattr(Request& q);
+  void pmi2_getnodeattr(Request& q);
+  void pmi2_kvs_put(Request& q);
+  void pmi2_kvs_get(Request& q);
+  void pmi2_finalize(Request& q);
+  void pmi2_abort(Request& q);
+
+  // What both protocols share.
   void enter_barrier(Request& q);
+  void initialized(Request& q);
+  void finalized(Request& q);
   void refuse(Request& q, const std::string& event, const std::string& unserved,
               const std::string& reply_cmd);
   std::optional<std::string> job_attribute(std::string_view key, size_t mapping_max) const;

@@ -37,6 +37,9 @@ namespace {
 // parse, and is never dialled by a rank that finds a PMIx server (spec 07 §2.3).
 constexpr const char* kOmpiDaemonUri = "0.0;tcp://127.0.0.1:1";
 
+// libpmix's MCA parameter that chooses its datastore components (spec 07 §2.1).
+constexpr const char* kDatastoreVariable = "PMIX_MCA_gds";
+
 // How long a registration may take before berth calls the library stuck.
 constexpr auto kRegistrationTimeout = std::chrono::seconds(10);
 
@@ -401,12 +404,8 @@ Result<void> Server::start() {
   info.str(PMIX_SERVER_NSPACE, fmt::format("berth.{}", ::getpid()));
   info.rank(PMIX_SERVER_RANK, 0);
   pmix_data_array_t arr = info.convert();
-  // libpmix's hash datastore rather than its shared-memory ones (ds12, ds21): no
-  // segment is made and mapped per namespace, which a job of one short task would pay
-  // for, and nothing of libpmix's writes into memory it did not allocate with malloc
-  // (the shared-memory stores' lock set-up trips AddressSanitizer). libpmix reads its
-  // parameters from the environment only; a user's own choice stands.
-  ::setenv("PMIX_MCA_gds", "hash", 0);
+  // libpmix chooses its datastore here, from the process's environment: main has set
+  // the choice there (PmixServer::datastore_choice).
   pmix_status_t rc;
   {
     SignalsBlocked blocked;  // libpmix's progress thread takes none of berth's signals
@@ -420,26 +419,14 @@ Result<void> Server::start() {
   return Ok{};
 }
 
-Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
-  if (map.id.size() >= PMIX_MAX_NSLEN) {
-    return fail(Errc::kInternal, fmt::format("job id '{}' is too long for PMIx", map.id));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!jobs_.emplace(map.id, Job{std::move(sink), map.size()}).second) {
-      return fail(Errc::kInternal, fmt::format("job id '{}' is already served", map.id));
-    }
-  }
-  const int size = map.size();
-  const int apps = map.apps();
-
-  // The job-level information (spec 07 §2.2).
-  InfoList job;
+// The job-level information (spec 07 §2.2), this node's part last.
+void describe_job(const JobMap& map, InfoList& job) {
+  const auto size = static_cast<uint32_t>(map.size());
   job.str(PMIX_JOBID, map.id);
-  job.u32(PMIX_UNIV_SIZE, static_cast<uint32_t>(size));
-  job.u32(PMIX_JOB_SIZE, static_cast<uint32_t>(size));
-  job.u32(PMIX_MAX_PROCS, static_cast<uint32_t>(size));
-  job.u32(PMIX_JOB_NUM_APPS, static_cast<uint32_t>(apps));
+  job.u32(PMIX_UNIV_SIZE, size);
+  job.u32(PMIX_JOB_SIZE, size);
+  job.u32(PMIX_MAX_PROCS, size);
+  job.u32(PMIX_JOB_NUM_APPS, static_cast<uint32_t>(map.apps()));
   job.u32(PMIX_NUM_NODES, static_cast<uint32_t>(map.nodes.size()));
   job.flag(PMIX_SPAWNED, false);
   // The node's topology: an Open MPI 4.1 rank loads it from here ("pmix.ltopo", the
@@ -471,13 +458,21 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
   job.u32(PMIX_LOCAL_SIZE, static_cast<uint32_t>(local.size()));
   job.str(PMIX_LOCAL_PEERS, join_ints(local, ','));
   if (!local.empty()) job.rank(PMIX_LOCALLDR, static_cast<pmix_rank_t>(local.front()));
-  for (int a = 0; a < apps; ++a) {
+}
+
+// One PMIX_APP_INFO array per app.
+void describe_apps(const JobMap& map, InfoList& job) {
+  for (int a = 0; a < map.apps(); ++a) {
     InfoList app;
     app.u32(PMIX_APPNUM, static_cast<uint32_t>(a));
     app.u32(PMIX_APP_SIZE, static_cast<uint32_t>(map.app_size(a)));
     app.rank(PMIX_APPLDR, static_cast<pmix_rank_t>(map.app_first_rank(a)));
     job.array(PMIX_APP_INFO, app);
   }
+}
+
+// One PMIX_NODE_INFO array per node.
+void describe_nodes(const JobMap& map, InfoList& job) {
   for (size_t n = 0; n < map.nodes.size(); ++n) {
     std::vector<int> on = map.ranks_on(static_cast<int>(n));
     InfoList node;
@@ -489,7 +484,11 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
     if (!on.empty()) node.rank(PMIX_LOCALLDR, static_cast<pmix_rank_t>(on.front()));
     job.array(PMIX_NODE_INFO, node);
   }
-  for (int r = 0; r < size; ++r) {
+}
+
+// One PMIX_PROC_DATA array per rank.
+void describe_procs(const JobMap& map, InfoList& job) {
+  for (int r = 0; r < map.size(); ++r) {
     const JobMap::Proc& p = map.procs[static_cast<size_t>(r)];
     InfoList proc;
     proc.rank(PMIX_RANK, static_cast<pmix_rank_t>(r));  // first, as libpmix requires
@@ -502,12 +501,20 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
     proc.str(PMIX_HOSTNAME, map.nodes[static_cast<size_t>(p.node)]);
     job.array(PMIX_PROC_DATA, proc);
   }
-  pmix_data_array_t info = job.convert();
+}
 
-  // The namespace and every client at once; one wait for all of them.
-  auto done = std::make_shared<Completion>();
+pmix_proc_t proc_of(const std::string& nspace, int rank) {
+  pmix_proc_t proc;
+  PMIX_LOAD_PROCID(&proc, nspace.c_str(), static_cast<pmix_rank_t>(rank));
+  return proc;
+}
+
+// Asks libpmix for namespace `id`, described by `info`, and for each of the `local`
+// ranks as a client: every operation completes `done`, none is waited for here.
+void register_job(const std::string& id, const std::vector<int>& local,
+                  const pmix_data_array_t& info, const std::shared_ptr<Completion>& done) {
   pmix_nspace_t ns;
-  PMIX_LOAD_NSPACE(ns, map.id.c_str());
+  PMIX_LOAD_NSPACE(ns, id.c_str());
   void* cb = expect(done);
   pmix_status_t rc = libpmix().PMIx_server_register_nspace(ns, static_cast<int>(local.size()),
                                                            static_cast<pmix_info_t*>(info.array),
@@ -516,50 +523,78 @@ Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
   const uid_t uid = ::geteuid();
   const gid_t gid = ::getegid();
   for (int r : local) {
-    pmix_proc_t proc;
-    PMIX_LOAD_PROCID(&proc, ns, static_cast<pmix_rank_t>(r));
+    pmix_proc_t proc = proc_of(id, r);
     void* ccb = expect(done);
     pmix_status_t crc =
         libpmix().PMIx_server_register_client(&proc, uid, gid, nullptr, Completion::done, ccb);
     if (crc != PMIX_SUCCESS) Completion::done(crc, ccb);
   }
-  // Each rank's environment: libpmix's, then what tells Open MPI 4.1 that a runtime
-  // started it — it decides from its environment alone whether to ask the server at
-  // all, and without this variable runs every rank as a singleton (spec 07 §2.3).
+}
+
+// Rank `rank`'s environment: libpmix's, then what tells Open MPI 4.1 that a runtime
+// started it — it decides from its environment alone whether to ask the server at
+// all, and without this variable runs every rank as a singleton (spec 07 §2.3).
+// setup_fork's status when libpmix gives none.
+pmix_status_t rank_env(const JobMap& map, int rank, EnvList& e) {
+  pmix_proc_t proc = proc_of(map.id, rank);
+  char** env = nullptr;
+  pmix_status_t rc = libpmix().PMIx_server_setup_fork(&proc, &env);
+  if (rc != PMIX_SUCCESS) return rc;
+  for (char** p = env; p != nullptr && *p != nullptr; ++p) {
+    std::string_view kv = *p;
+    size_t eq = kv.find('=');
+    if (eq != std::string_view::npos && eq > 0) {
+      e.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+    }
+    std::free(*p);
+  }
+  std::free(env);
+  e.emplace_back("OMPI_MCA_orte_local_daemon_uri", kOmpiDaemonUri);
+  // Told so, an oversubscribed Open MPI rank yields while it waits instead of spinning
+  // on a core another rank needs (mpirun says the same; 16 ranks on 2 cores measured
+  // 1.0 s without it, 0.68 s with it).
+  if (map.oversubscribed) e.emplace_back("OMPI_MCA_mpi_oversubscribe", "1");
+  return PMIX_SUCCESS;
+}
+
+Result<PmixJob> Server::add_job(const JobMap& map, EventSink sink) {
+  if (map.id.size() >= PMIX_MAX_NSLEN) {
+    return fail(Errc::kInternal, fmt::format("job id '{}' is too long for PMIx", map.id));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!jobs_.emplace(map.id, Job{std::move(sink), map.size()}).second) {
+      return fail(Errc::kInternal, fmt::format("job id '{}' is already served", map.id));
+    }
+  }
+  // What the ranks will ask for (spec 07 §2.2).
+  InfoList job;
+  describe_job(map, job);
+  describe_apps(map, job);
+  describe_nodes(map, job);
+  describe_procs(map, job);
+  pmix_data_array_t info = job.convert();
+
+  // The namespace and every client at once; one wait for all of them.
+  const std::vector<int> local = map.ranks_on(0);
+  auto done = std::make_shared<Completion>();
+  register_job(map.id, local, info, done);
   // Made while libpmix's thread registers the job: setup_fork needs nothing of it.
   PmixJob out;
-  out.env.resize(static_cast<size_t>(size));
+  out.env.resize(static_cast<size_t>(map.size()));
   pmix_status_t fork_rc = PMIX_SUCCESS;
   int fork_rank = -1;
   for (int r : local) {
-    pmix_proc_t proc;
-    PMIX_LOAD_PROCID(&proc, ns, static_cast<pmix_rank_t>(r));
-    char** env = nullptr;
-    fork_rc = libpmix().PMIx_server_setup_fork(&proc, &env);
+    fork_rc = rank_env(map, r, out.env[static_cast<size_t>(r)]);
     if (fork_rc != PMIX_SUCCESS) {
       fork_rank = r;
       break;
     }
-    EnvList& e = out.env[static_cast<size_t>(r)];
-    for (char** p = env; p != nullptr && *p != nullptr; ++p) {
-      std::string_view kv = *p;
-      size_t eq = kv.find('=');
-      if (eq != std::string_view::npos && eq > 0) {
-        e.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
-      }
-      std::free(*p);
-    }
-    std::free(env);
-    e.emplace_back("OMPI_MCA_orte_local_daemon_uri", kOmpiDaemonUri);
-    // Told so, an oversubscribed Open MPI rank yields while it waits instead of
-    // spinning on a core another rank needs (mpirun says the same; 16 ranks on 2 cores
-    // measured 1.0 s without it, 0.68 s with it).
-    if (map.oversubscribed) e.emplace_back("OMPI_MCA_mpi_oversubscribe", "1");
   }
 
   // The registration is complete before any rank can start: a client must find its
   // namespace when it connects. libpmix reads `info` until then.
-  rc = done->wait();
+  pmix_status_t rc = done->wait();
   libpmix().PMIx_Data_array_destruct(&info);
   if (rc != PMIX_SUCCESS) {
     remove_job(map.id);
@@ -603,6 +638,11 @@ void Server::remove_job(const std::string& id) {
 }
 
 }  // namespace
+
+std::optional<std::pair<std::string, std::string>> PmixServer::datastore_choice(const Env& env) {
+  if (env.has(kDatastoreVariable)) return std::nullopt;
+  return std::make_pair(std::string(kDatastoreVariable), std::string("hash"));
+}
 
 Result<PmixServer*> PmixServer::instance(const std::string& tmp_root) {
   static std::mutex mu;

@@ -19,10 +19,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "util/env.h"
 #include "util/result.h"
 #include "wireup/job_map.h"
 
@@ -41,6 +43,18 @@ class PmixServer {
   // Fails with libpmix's reason when it will not start; the failure is kept and
   // returned again without retrying.
   static Result<PmixServer*> instance(const std::string& tmp_root);
+
+  // libpmix's hash datastore rather than its shared-memory ones (ds12, ds21): no
+  // segment is made and mapped per namespace, which a job of one short task would pay
+  // for, and nothing of libpmix's writes into memory it did not allocate with malloc
+  // (the shared-memory stores' lock set-up trips AddressSanitizer). libpmix 4.2 takes
+  // its choice of components only from the server process's environment, read when the
+  // server starts: PMIx_server_init has no key for it (PMIX_GDS_MODULE only ranks the
+  // components already opened). This is the variable and value that ask for it
+  // (PMIX_MCA_gds=hash, spec 07 §2.1), for main to set for berth alone
+  // (Env::set_for_berth_only) before any thread; nullopt where `env` (the process's)
+  // already chooses: the user's choice stands.
+  static std::optional<std::pair<std::string, std::string>> datastore_choice(const Env& env);
 
   virtual ~PmixServer() = default;
 

@@ -37,7 +37,6 @@ declare -A allowed=(
   [util/sha256.cc]="a digest OpenSSL cannot make (out of memory) aborts"
   [util/libcrypto.cc]="a libcrypto that cannot be loaded stops the process"
   [store/sigv4.cc]="an HMAC OpenSSL cannot make (out of memory) aborts"
-  [wireup/pmix_server.cc]="the PMIx server reads its component choice only from the environment"
 )
 found=""
 while read -r f; do
