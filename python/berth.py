@@ -26,6 +26,7 @@ the names starting with an underscore that it calls are the native layer
 import copy as _copy
 import os as _os
 import subprocess as _subprocess
+import time as _time
 
 __all__ = [
     "Error", "BadInput", "PlacementRefused", "RunFailed",
@@ -254,19 +255,35 @@ class _Launched(_subprocess.Popen):
         # The child holds its own copies now; the parent's would keep its pipes open.
         self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
 
+    # One thread at a time looks at the child (Popen's own lock): a poll() while another
+    # thread waits answers None, as Popen's does.
     def _internal_poll(self, *_args, **_kwargs):
         if self.returncode is None and self._child is not None:
-            self.returncode = self._child.poll()
+            if not self._waitpid_lock.acquire(False):
+                return None
+            try:
+                if self.returncode is None:
+                    self.returncode = self._child.poll()
+            finally:
+                self._waitpid_lock.release()
         return self.returncode
 
     def _wait(self, timeout):
         if self.returncode is not None:
             return self.returncode
-        code = self._child.wait(timeout)
-        if code is None:
+        endtime = None if timeout is None else _time.monotonic() + timeout
+        if not self._waitpid_lock.acquire(timeout=-1 if timeout is None else max(0, timeout)):
             raise _subprocess.TimeoutExpired(self.args, timeout)
-        self.returncode = code
-        return code
+        try:
+            if self.returncode is None:
+                left = None if endtime is None else max(0.0, endtime - _time.monotonic())
+                code = self._child.wait(left)
+                if code is None:
+                    raise _subprocess.TimeoutExpired(self.args, timeout)
+                self.returncode = code
+        finally:
+            self._waitpid_lock.release()
+        return self.returncode
 
 
 class RunReport(Record):
