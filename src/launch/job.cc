@@ -784,8 +784,11 @@ std::string line_prefix(const JobSpec& spec, int rank, pid_t pid, bool is_stderr
       return fmt::format("[{},{}]<{}>: ", spec.job_id, rank, stream);
     case OutputMode::kTagDetailed:
       return fmt::format("[{},{}][{}:{}]<{}>: ", spec.job_id, rank, spec.node, pid, stream);
-    case OutputMode::kTimestamp:
-      return fmt::format("{} [{},{}]<{}>: ", utc_text((spec.clock != nullptr ? *spec.clock : Clock::real()).wall(), /*millis=*/true), spec.job_id, rank, stream);
+    case OutputMode::kTimestamp: {
+      const Clock& clock = spec.clock != nullptr ? *spec.clock : Clock::real();
+      return fmt::format("{} [{},{}]<{}>: ", utc_text(clock.wall(), /*millis=*/true), spec.job_id,
+                         rank, stream);
+    }
   }
   return "";
 }

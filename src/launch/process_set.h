@@ -71,8 +71,7 @@ class ProcessSet {
   std::optional<Ended> reap_one();
   // Waits until a command ends, `until` comes (nullopt: no limit) or, with `signals`,
   // berth is signalled.
-  void wait_for_change(std::optional<std::chrono::steady_clock::time_point> until,
-                       bool signals);
+  void wait_for_change(std::optional<std::chrono::steady_clock::time_point> until, bool signals);
 
   Spawner& spawner_;
   const Clock& clock_;
