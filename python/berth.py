@@ -26,6 +26,7 @@ the names starting with an underscore that it calls are the native layer
 import copy as _copy
 import os as _os
 import subprocess as _subprocess
+import time as _time
 
 __all__ = [
     "Error", "BadInput", "PlacementRefused", "RunFailed",
@@ -178,25 +179,22 @@ class ParallelCommand(Record):
         return out
 
     def popen(self, args=(), **kwargs):
-        """subprocess.Popen of argv + args, in environ(kwargs' env), bound to cpus
-        when the local launcher renders the placement (the binding is inherited by
-        everything the launch starts)."""
+        """argv + args started as subprocess.Popen would (same arguments, same object:
+        pid, returncode, poll, wait, communicate, send_signal, terminate, kill, the
+        pipes, a context manager), in environ(kwargs' env), but by berth's own spawner:
+        bound to cpus in the child when the local launcher renders the placement (the
+        binding is inherited by everything the launch starts), in a process group of
+        its own that is sent SIGKILL when the command ends (so nothing it left running
+        outlives it), and known to berth's guard, so that it ends when this process
+        ends however that ends. The arguments berth does not honour (preexec_fn,
+        pass_fds, executable, user, group, extra_groups, umask, start_new_session,
+        process_group) are refused as BadInput."""
         argv = list(self._data.get("argv", [])) + [str(a) for a in args]
         if not argv:
             raise BadInput("no command to launch: give args, or command= to parallel_command",
                            "invalid-input")
         kwargs["env"] = self.environ(kwargs.get("env"))
-        cpus = self.cpus
-        if not cpus:
-            return _subprocess.Popen(argv, **kwargs)
-        # A thread's CPU affinity is its own, and a process it starts inherits it: so
-        # narrow this thread's for the start, and only this thread's.
-        before = _os.sched_getaffinity(0)
-        _os.sched_setaffinity(0, cpus)
-        try:
-            return _subprocess.Popen(argv, **kwargs)
-        finally:
-            _os.sched_setaffinity(0, before)
+        return _Launched(argv, self.cpus, **kwargs)
 
     def run(self, args=(), *, input=None, capture_output=False, timeout=None, check=False,
             **kwargs):
@@ -216,6 +214,76 @@ class ParallelCommand(Record):
         if check:
             done.check_returncode()
         return done
+
+
+class _Launched(_subprocess.Popen):
+    """ParallelCommand.popen()'s process: subprocess.Popen's object, started and reaped
+    by berth (python/launched.cc) instead of by fork and waitpid."""
+
+    # Popen arguments that change how the child is made, which berth's spawner makes
+    # its own way: with the value each has when not given.
+    _REFUSED = {"preexec_fn": None, "pass_fds": (), "executable": None, "user": None,
+                "group": None, "extra_groups": None, "umask": -1,
+                "start_new_session": False, "process_group": None}
+
+    def __init__(self, argv, cpus, **kwargs):
+        for name, default in self._REFUSED.items():
+            value = kwargs.get(name, default)
+            if value != default and not (default == () and not value):
+                raise BadInput(f"popen: {name}= is not supported: berth starts the command "
+                               "itself", "invalid-input")
+        self._cpus = list(cpus)
+        self._child = None
+        super().__init__(argv, **kwargs)
+
+    def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env,
+                       startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite,
+                       errread, errwrite, *_rest):
+        if isinstance(args, (str, bytes, _os.PathLike)):
+            args = [args]
+        args = [_os.fsdecode(a) for a in args]
+        if shell:
+            args = ["/bin/sh", "-c"] + args
+        env = _os.environ if env is None else env
+        envp = [f"{_os.fsdecode(k)}={_os.fsdecode(v)}" for k, v in env.items()]
+        # Popen's -1 is "berth's own descriptor"; the spawner's is /dev/null.
+        fds = [fd if fd != -1 else std for fd, std in ((p2cread, 0), (c2pwrite, 1), (errwrite, 2))]
+        self._child = _spawn(args, envp, "" if cwd is None else _os.fsdecode(cwd), self._cpus,
+                             *fds)
+        self.pid = self._child.pid
+        self._child_created = True
+        # The child holds its own copies now; the parent's would keep its pipes open.
+        self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
+
+    # One thread at a time looks at the child (Popen's own lock): a poll() while another
+    # thread waits answers None, as Popen's does.
+    def _internal_poll(self, *_args, **_kwargs):
+        if self.returncode is None and self._child is not None:
+            if not self._waitpid_lock.acquire(False):
+                return None
+            try:
+                if self.returncode is None:
+                    self.returncode = self._child.poll()
+            finally:
+                self._waitpid_lock.release()
+        return self.returncode
+
+    def _wait(self, timeout):
+        if self.returncode is not None:
+            return self.returncode
+        endtime = None if timeout is None else _time.monotonic() + timeout
+        if not self._waitpid_lock.acquire(timeout=-1 if timeout is None else max(0, timeout)):
+            raise _subprocess.TimeoutExpired(self.args, timeout)
+        try:
+            if self.returncode is None:
+                left = None if endtime is None else max(0.0, endtime - _time.monotonic())
+                code = self._child.wait(left)
+                if code is None:
+                    raise _subprocess.TimeoutExpired(self.args, timeout)
+                self.returncode = code
+        finally:
+            self._waitpid_lock.release()
+        return self.returncode
 
 
 class RunReport(Record):

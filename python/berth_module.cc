@@ -40,6 +40,7 @@
 #include "alloc/display.h"
 #include "berth_py.h"  // kBerthPy: python/berth.py, embedded (embed.cmake)
 #include "cli/version.h"
+#include "launched.h"
 #include "pipeline/probe.h"
 #include "pipeline/session.h"
 #include "place/context.h"
@@ -546,6 +547,7 @@ PYBIND11_MODULE(berth, m) {
     return take(place::parse_ids(text, origin));
   });
   m.def("_encode_ids", [](const std::vector<int>& ids) { return idset::encode_ids(ids); });
+  bind_launched(m);  // Launch.popen's start, through berth's spawner
 
   // The public API, in Python, in this module's namespace.
   py::exec(py::str(reinterpret_cast<const char*>(kBerthPy), sizeof kBerthPy - 1),

@@ -18,12 +18,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "launch/supervised.h"
+#include "util/clock.h"
 #include "util/strings.h"
 
 namespace berth::launch {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using TimePoint = std::chrono::steady_clock::time_point;
 using std::chrono::milliseconds;
 
 // Without a pidfd (kernels before 5.3) the child's exit is looked for this often.
@@ -86,8 +88,11 @@ std::string seconds_text(milliseconds d) {
 // One running capture: the child, its pipes, and how it is being ended.
 class Run {
  public:
-  Run(const CaptureRequest& req, std::string what) : req_(req), what_(std::move(what)) {}
-  ~Run() { close_fd(pidfd_); }
+  Run(const CaptureRequest& req, std::string what)
+      : req_(req),
+        what_(std::move(what)),
+        clock_(req.clock != nullptr ? *req.clock : Clock::real()),
+        escalation_(clock_) {}
 
   Result<Captured> start_and_wait(Spawner& spawner);
 
@@ -103,21 +108,16 @@ class Run {
 
   const CaptureRequest& req_;
   const std::string what_;
+  const Clock& clock_;
   Pipe in_, out_, err_;
-  pid_t pid_ = -1;
-  int pidfd_ = -1;
-  bool reaped_ = false;
-  bool lost_ = false;  // reaped by someone else: no status
-  int status_ = 0;
+  Supervised child_;
   int poll_errno_ = 0;
   size_t written_ = 0;
   Captured got_;
   Why why_ = Why::kNone;
-  std::optional<Clock::time_point> deadline_;
-  std::optional<Clock::time_point> drain_until_;
-  std::vector<EscalationStep> steps_;
-  size_t next_step_ = 0;
-  Clock::time_point next_step_at_;
+  std::optional<TimePoint> deadline_;
+  std::optional<TimePoint> drain_until_;
+  Escalation escalation_;
 };
 
 void Run::write_input() {
@@ -164,26 +164,10 @@ void Run::read_output(int& fd, bool is_err) {
 }
 
 void Run::reap() {
-  if (reaped_) return;
-  // Peek first and reap after: the group is killed while the exited child is still a
-  // zombie, so its pid (the group's id) cannot have been reused by then.
-  siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-    if (errno == EINTR) return;
-    // ECHILD: someone else reaped it (a waitpid(-1) elsewhere in berth). Nothing is
-    // left to wait for; the status is unknown.
-    reaped_ = true;
-    lost_ = true;
-    return;
-  }
-  if (info.si_pid != pid_) return;  // still running
+  if (!child_.running()) return;
   // Whatever the child left running in its group goes with it (spec 03 §6).
-  signal_group(pid_, SIGKILL);
-  while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
-  }
-  reaped_ = true;
-  close_fd(pidfd_);
-  drain_until_ = Clock::now() + std::max(req_.grace, kDrain);
+  if (!child_.try_reap(Supervised::Group::kKill)) return;
+  if (!child_.lost()) drain_until_ = clock_.steady() + std::max(req_.grace, kDrain);
 }
 
 void Run::begin_ending(Why why) {
@@ -194,35 +178,29 @@ void Run::begin_ending(Why why) {
   close_fd(in_.w);
   close_fd(out_.r);
   close_fd(err_.r);
-  steps_ = escalation_table(req_.grace);
-  next_step_ = 0;
-  next_step_at_ = Clock::now();
+  escalation_.begin(req_.grace);
   escalate();
 }
 
 void Run::escalate() {
   // Every step that is due; poll's timeout wakes the loop for the next one. A reaped
   // child's group was already sent SIGKILL.
-  while (!reaped_ && next_step_ < steps_.size() && Clock::now() >= next_step_at_) {
-    signal_group(pid_, steps_[next_step_].signal);
-    ++next_step_;
-    if (next_step_ < steps_.size()) next_step_at_ = Clock::now() + steps_[next_step_].after;
+  for (int sig : escalation_.due()) {
+    if (child_.running()) child_.signal(sig);
   }
 }
 
 int Run::poll_timeout_ms() const {
-  auto now = Clock::now();
-  std::optional<Clock::time_point> wake;
-  auto consider = [&](Clock::time_point t) {
+  auto now = clock_.steady();
+  std::optional<TimePoint> wake;
+  auto consider = [&](TimePoint t) {
     if (!wake || t < *wake) wake = t;
   };
   if (deadline_ && why_ == Why::kNone) consider(*deadline_);
-  if (why_ != Why::kNone && next_step_ < steps_.size()) consider(next_step_at_);
+  if (auto next = escalation_.next_at(); why_ != Why::kNone && next) consider(*next);
   if (drain_until_) consider(*drain_until_);
-  if (!reaped_ && pidfd_ < 0) consider(now + kSweep);
-  if (!wake) return -1;
-  auto left = std::chrono::duration_cast<milliseconds>(*wake - now).count() + 1;
-  return static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
+  if (child_.running() && child_.pidfd() < 0) consider(now + kSweep);
+  return launch::poll_timeout_ms(wake, now);
 }
 
 Result<Captured> Run::start_and_wait(Spawner& spawner) {
@@ -243,7 +221,7 @@ Result<Captured> Run::start_and_wait(Spawner& spawner) {
   FailureContext ctx;
   ctx.rank = -1;  // no rank: the message names the command instead
   ctx.executable = req_.argv[0];
-  auto spawned = spawner.spawn(sr, ctx, [this](pid_t pid) { pid_ = pid; });
+  auto spawned = child_.start(spawner, sr, ctx);
   // The child holds its own copies now; ours would keep its output pipes from EOF.
   close_fd(in_.r);
   close_fd(out_.w);
@@ -252,17 +230,15 @@ Result<Captured> Run::start_and_wait(Spawner& spawner) {
     const Error& e = spawned.error();
     return fail(e.code(), fmt::format("cannot run {}: {}", what_, e.message()));
   }
-  pid_ = spawned->pid;
-  pidfd_ = spawned->pidfd;
   for (int fd : {in_.w, out_.r, err_.r}) {
     if (fd >= 0) set_nonblocking(fd);
   }
-  if (req_.timeout) deadline_ = Clock::now() + *req_.timeout;
+  if (req_.timeout) deadline_ = clock_.steady() + *req_.timeout;
 
   // 3. Until the child is reaped and its output read to the end.
   for (;;) {
-    if (reaped_ && out_.r < 0 && err_.r < 0) break;
-    if (drain_until_ && Clock::now() >= *drain_until_) break;
+    if (!child_.running() && out_.r < 0 && err_.r < 0) break;
+    if (drain_until_ && clock_.steady() >= *drain_until_) break;
     pollfd fds[4];
     nfds_t n = 0;
     int in_at = -1, out_at = -1, err_at = -1;
@@ -278,7 +254,7 @@ Result<Captured> Run::start_and_wait(Spawner& spawner) {
       err_at = static_cast<int>(n);
       fds[n++] = {err_.r, POLLIN, 0};
     }
-    if (!reaped_ && pidfd_ >= 0) fds[n++] = {pidfd_, POLLIN, 0};
+    if (child_.running() && child_.pidfd() >= 0) fds[n++] = {child_.pidfd(), POLLIN, 0};
     int ready = ::poll(fds, n, poll_timeout_ms());
     if (ready < 0 && errno != EINTR && why_ == Why::kNone) {
       // poll itself failed (ENOMEM): end the child rather than spin or hang.
@@ -291,7 +267,7 @@ Result<Captured> Run::start_and_wait(Spawner& spawner) {
       if (err_at >= 0 && fds[err_at].revents != 0 && err_.r >= 0) read_output(err_.r, true);
     }
     reap();
-    if (deadline_ && why_ == Why::kNone && !reaped_ && Clock::now() >= *deadline_) {
+    if (deadline_ && why_ == Why::kNone && child_.running() && clock_.steady() >= *deadline_) {
       begin_ending(Why::kTimeout);
     }
     escalate();
@@ -316,12 +292,12 @@ Result<Captured> Run::start_and_wait(Spawner& spawner) {
     case Why::kNone:
       break;
   }
-  if (lost_) {
+  if (child_.lost()) {
     return fail(Errc::kIo, fmt::format("{} was reaped by another part of berth: its exit status "
                                        "is unknown",
                                        what_));
   }
-  got_.status = decode_wait_status(status_);
+  got_.status = *child_.status();
   if (got_.err.size() > req_.stderr_tail) got_.err.erase(0, got_.err.size() - req_.stderr_tail);
   return std::move(got_);
 }

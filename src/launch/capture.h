@@ -15,7 +15,8 @@
 // the call fails naming the limit. When the command ends, its process group is sent
 // SIGKILL, so nothing it started outlives the call (a leftover background process would
 // otherwise also hold the output pipe open). The child is reaped by pid, never by
-// waitpid(-1), and its status decoded by status.h.
+// waitpid(-1), and its status decoded by status.h: it is a Supervised child
+// (supervised.h), as every child berth supervises is.
 //
 // A command that runs and exits non-zero (or is killed by a signal of its own) is not a
 // failure of capture(): the status comes back, and the caller decides what it means.
@@ -30,6 +31,7 @@
 #include "launch/escalation.h"
 #include "launch/spawn.h"
 #include "launch/status.h"
+#include "util/clock.h"
 #include "util/result.h"
 
 namespace berth::launch {
@@ -52,6 +54,9 @@ struct CaptureRequest {
   // nullopt: no limit (a canonicaliser takes as long as its input needs).
   std::optional<std::chrono::milliseconds> timeout = std::chrono::seconds(10);
   std::chrono::milliseconds grace = kDefaultGrace;
+  // Whose time the timeout, the escalation and the drain are measured on; nullptr =
+  // the real clock. Must outlive the call.
+  const Clock* clock = nullptr;
 };
 
 struct Captured {

@@ -21,6 +21,30 @@ std::vector<EscalationStep> escalation_table(std::chrono::milliseconds grace) {
   };
 }
 
+void Escalation::begin(std::chrono::milliseconds grace) {
+  if (begun_) return;
+  begun_ = true;
+  steps_ = escalation_table(grace);
+  next_ = 0;
+  next_at_ = clock_->steady() + (steps_.empty() ? std::chrono::milliseconds(0) : steps_[0].after);
+}
+
+std::vector<int> Escalation::due() {
+  std::vector<int> out;
+  // Each step's delay counts from when the one before it fell due, as the table says.
+  while (begun_ && next_ < steps_.size() && clock_->steady() >= next_at_) {
+    out.push_back(steps_[next_].signal);
+    ++next_;
+    if (next_ < steps_.size()) next_at_ = clock_->steady() + steps_[next_].after;
+  }
+  return out;
+}
+
+std::optional<std::chrono::steady_clock::time_point> Escalation::next_at() const {
+  if (!begun_ || next_ >= steps_.size()) return std::nullopt;
+  return next_at_;
+}
+
 bool signal_group(int pgid, int sig) {
   // Spec 03 §6: never hand a pid <= 0 to kill. kill(0) and kill(-0) signal the caller's
   // own group (berth itself, its other ranks and the shell's job), and kill(-1) every

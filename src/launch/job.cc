@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 
+#include "launch/supervised.h"
 #include "topo/topology_xml.h"
 #include "util/clock.h"
 #include "util/strings.h"
@@ -26,7 +27,7 @@
 namespace berth::launch {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
+using TimePoint = std::chrono::steady_clock::time_point;
 
 // Descriptors a rank costs berth at most: stdout and stderr pipes, a stdin pipe, and
 // slack for the error pipe during the spawn.
@@ -51,9 +52,9 @@ struct Rank {
   RankOutcome outcome;
   std::vector<int> cpus;
   Stream out, err;
-  int stdin_w = -1;  // --stdin all: berth writes what it reads into this
-  int pidfd = -1;    // readable when the rank exits; -1 where the kernel has none
-  bool reaped = false;
+  int stdin_w = -1;     // --stdin all: berth writes what it reads into this
+  Supervised child;     // the rank's process, in its group of its own
+  bool reaped = false;  // reaped, or never to be started: nothing to wait for
   std::string argv0;
   bool mpi_init = false;   // the rank connected to a wire-up server (MPI_Init)
   bool mpi_final = false;  // and finalized (MPI_Finalize)
@@ -108,7 +109,12 @@ Result<void> check_proc_limit(int ranks) {
 class Supervisor {
  public:
   Supervisor(const JobSpec& spec, const Env& parent, Spawner& spawner, const OutputSinks& sinks)
-      : spec_(spec), parent_(parent), spawner_(spawner), sinks_(sinks) {}
+      : spec_(spec),
+        parent_(parent),
+        spawner_(spawner),
+        sinks_(sinks),
+        clock_(spec.clock != nullptr ? *spec.clock : Clock::real()),
+        escalation_(clock_) {}
 
   Result<JobOutcome> run();
 
@@ -134,17 +140,16 @@ class Supervisor {
   const Env& parent_;
   Spawner& spawner_;
   const OutputSinks& sinks_;
+  const Clock& clock_;
 
   std::vector<Rank> ranks_;
   std::vector<Env> envs_;        // per rank
   int sigfd_ = -1;
   sigset_t old_mask_{};
   bool aborting_ = false;
-  std::vector<EscalationStep> steps_;
-  size_t next_step_ = 0;
-  SteadyClock::time_point next_step_at_{};
-  std::optional<SteadyClock::time_point> deadline_;
-  std::optional<SteadyClock::time_point> drain_until_;
+  Escalation escalation_;
+  std::optional<TimePoint> deadline_;
+  std::optional<TimePoint> drain_until_;
   int exit_code_ = 0;
   bool timed_out_ = false;
   std::vector<std::string> messages_;
@@ -363,7 +368,7 @@ Result<void> Supervisor::start_one(Rank& r, size_t index) {
     for (int c : r.cpus) ids.push_back(std::to_string(c));
     ctx.cpus = str::join(ids, ",");
   }
-  auto spawned = spawner_.spawn(req, ctx, [&r](pid_t pid) {
+  auto spawned = r.child.start(spawner_, req, ctx, [&r](pid_t pid) {
     // Recorded before the child can be reaped: it can never die unattributed.
     r.outcome.pid = pid;
   });
@@ -376,12 +381,12 @@ Result<void> Supervisor::start_one(Rank& r, size_t index) {
     r.reaped = true;
     return spawned.error();
   }
-  r.outcome.pid = spawned->pid;
+  r.outcome.pid = r.child.pid();
   r.outcome.started = true;
-  if (spec_.on_started) spec_.on_started(r.outcome.rank, spawned->pid);
-  // Exits are seen through the pidfd, so that jobs running side by side in one process
-  // never take each other's SIGCHLD; without one, SIGCHLD (or a timed sweep) tells.
-  r.pidfd = spawned->pidfd;
+  if (spec_.on_started) spec_.on_started(r.outcome.rank, r.child.pid());
+  // Exits are seen through the child's pidfd, so that jobs running side by side in one
+  // process never take each other's SIGCHLD; without one, SIGCHLD (or a timed sweep)
+  // tells.
   if (spec_.report_bindings) {
     sinks_.err(fmt::format("[{},{}] {} bound to {} on {}\n", spec_.job_id, r.outcome.rank,
                            str::printable(r.argv0),
@@ -424,31 +429,19 @@ void Supervisor::begin_abort(int code, std::string message) {
   record_failure(code, std::move(message));
   if (aborting_) return;
   aborting_ = true;
-  steps_ = escalation_table(spec_.grace);
-  next_step_ = 0;
-  next_step_at_ = SteadyClock::now();
+  escalation_.begin(spec_.grace);
   escalate();
 }
 
 void Supervisor::kill_all_groups(int sig) {
-  for (const Rank& r : ranks_) {
-    if (r.outcome.started && r.outcome.pid > 0) signal_group(r.outcome.pid, sig);
-  }
+  for (const Rank& r : ranks_) r.child.signal(sig);
 }
 
 void Supervisor::escalate() {
   // Send every step that is due; the loop's poll timeout wakes us for the next one.
-  while (next_step_ < steps_.size() && SteadyClock::now() >= next_step_at_) {
-    int sig = steps_[next_step_].signal;
-    for (const Rank& r : ranks_) {
-      // Live ranks' groups; SIGKILL also reaches groups whose leader is gone but
-      // whose descendants live on.
-      if (!r.outcome.started || r.outcome.pid <= 0) continue;
-      if (!r.reaped || sig == SIGKILL) signal_group(r.outcome.pid, sig);
-    }
-    ++next_step_;
-    if (next_step_ < steps_.size()) next_step_at_ = SteadyClock::now() + steps_[next_step_].after;
-  }
+  // Live ranks' groups; SIGKILL also reaches groups whose leader is gone but whose
+  // descendants live on (Supervised::signal).
+  for (int sig : escalation_.due()) kill_all_groups(sig);
 }
 
 void Supervisor::handle_signals() {
@@ -467,14 +460,25 @@ void Supervisor::reap() {
   handle_wire_events();
   for (Rank& r : ranks_) {
     if (r.reaped || !r.outcome.started || r.outcome.pid <= 0) continue;
-    int status = 0;
-    pid_t got = ::waitpid(r.outcome.pid, &status, WNOHANG);
-    if (got != r.outcome.pid) continue;
+    // The group stays: what a rank started is ended with the job (loop()), not before.
+    if (!r.child.try_reap(Supervised::Group::kLeave)) continue;
     r.reaped = true;
-    close_fd(r.pidfd);
-    ExitStatus s = decode_wait_status(status);
-    r.outcome.status = s;
     std::string msg;
+    if (r.child.lost()) {
+      // Taken by a waitpid(-1) elsewhere in the process: it ended, how is unknown.
+      msg = fmt::format("rank {} ({}) on {} was reaped by another part of berth: its exit "
+                        "status is unknown",
+                        r.outcome.rank, str::printable(r.argv0), spec_.node);
+      if (aborting_) continue;
+      if (spec_.keep_going) {
+        record_failure(1, msg);
+      } else {
+        begin_abort(1, msg);
+      }
+      continue;
+    }
+    ExitStatus s = *r.child.status();
+    r.outcome.status = s;
     if (s.ok() && r.mpi_init && !r.mpi_final && wire_) {
       // A finalize the rank sent without waiting for its answer may still be in the
       // server's buffer: have it served before judging (spec 07 §1.1).
@@ -582,10 +586,10 @@ void Supervisor::loop() {
       // Everything a rank spawned goes with it; then what is left in the pipes is
       // drained for a bounded time (a surviving descendant could hold them open).
       kill_all_groups(SIGKILL);
-      drain_until_ = SteadyClock::now() + std::max(spec_.grace, std::chrono::milliseconds(200));
+      drain_until_ = clock_.steady() + std::max(spec_.grace, std::chrono::milliseconds(200));
     }
     if (all_done()) return;
-    if (drain_until_ && SteadyClock::now() >= *drain_until_) {
+    if (drain_until_ && clock_.steady() >= *drain_until_) {
       for (Rank& r : ranks_) {
         drain(r.out, r, true);
         drain(r.err, r, true);
@@ -611,8 +615,8 @@ void Supervisor::loop() {
     for (size_t i = 0; i < ranks_.size(); ++i) {
       const Rank& r = ranks_[i];
       if (r.reaped || !r.outcome.started) continue;
-      if (r.pidfd >= 0) {
-        fds.push_back({r.pidfd, POLLIN, 0});
+      if (r.child.pidfd() >= 0) {
+        fds.push_back({r.child.pidfd(), POLLIN, 0});
         who.emplace_back(i, -3);
       } else if (sigfd_ < 0) {
         sweep = true;
@@ -633,21 +637,16 @@ void Supervisor::loop() {
       }
     }
     // Wake for the next escalation step, the timeout or the end of draining.
-    auto now = SteadyClock::now();
-    std::optional<SteadyClock::time_point> wake;
-    auto consider = [&](SteadyClock::time_point t) {
+    auto now = clock_.steady();
+    std::optional<TimePoint> wake;
+    auto consider = [&](TimePoint t) {
       if (!wake || t < *wake) wake = t;
     };
-    if (aborting_ && next_step_ < steps_.size()) consider(next_step_at_);
+    if (auto next = escalation_.next_at(); aborting_ && next) consider(*next);
     if (deadline_ && !aborting_) consider(*deadline_);
     if (drain_until_) consider(*drain_until_);
     if (sweep) consider(now + std::chrono::milliseconds(50));
-    int timeout_ms = -1;
-    if (wake) {
-      timeout_ms = static_cast<int>(std::max<int64_t>(
-          0, std::chrono::duration_cast<std::chrono::milliseconds>(*wake - now).count() + 1));
-    }
-    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    int n = ::poll(fds.data(), fds.size(), poll_timeout_ms(wake, now));
     if (n < 0 && errno != EINTR) return;
     for (size_t k = 0; n > 0 && k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
@@ -668,7 +667,7 @@ void Supervisor::loop() {
       }
     }
     reap();
-    if (deadline_ && !aborting_ && SteadyClock::now() >= *deadline_) {
+    if (deadline_ && !aborting_ && clock_.steady() >= *deadline_) {
       timed_out_ = true;
       begin_abort(124, fmt::format("the job timed out after {} ms", spec_.timeout->count()));
     }
@@ -693,7 +692,7 @@ Result<JobOutcome> Supervisor::run() {
       return fail(Errc::kIo, fmt::format("signalfd: {}", std::strerror(errno)));
     }
   }
-  if (spec_.timeout) deadline_ = SteadyClock::now() + *spec_.timeout;
+  if (spec_.timeout) deadline_ = clock_.steady() + *spec_.timeout;
   stdin_open_ = spec_.stdin_mode == StdinMode::kAll;
 
   start_ranks();
@@ -705,7 +704,6 @@ Result<JobOutcome> Supervisor::run() {
     close_fd(r.out.fd);
     close_fd(r.err.fd);
     close_fd(r.stdin_w);
-    close_fd(r.pidfd);
   }
   // Signals that arrived for berth itself stay pending in the restored mask only if
   // they were blocked before; otherwise drop them here by not unblocking them twice.
@@ -786,8 +784,11 @@ std::string line_prefix(const JobSpec& spec, int rank, pid_t pid, bool is_stderr
       return fmt::format("[{},{}]<{}>: ", spec.job_id, rank, stream);
     case OutputMode::kTagDetailed:
       return fmt::format("[{},{}][{}:{}]<{}>: ", spec.job_id, rank, spec.node, pid, stream);
-    case OutputMode::kTimestamp:
-      return fmt::format("{} [{},{}]<{}>: ", utc_text(Clock::real().wall(), /*millis=*/true), spec.job_id, rank, stream);
+    case OutputMode::kTimestamp: {
+      const Clock& clock = spec.clock != nullptr ? *spec.clock : Clock::real();
+      return fmt::format("{} [{},{}]<{}>: ", utc_text(clock.wall(), /*millis=*/true), spec.job_id,
+                         rank, stream);
+    }
   }
   return "";
 }

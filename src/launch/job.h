@@ -35,6 +35,7 @@
 #include "launch/rank_gpus.h"
 #include "launch/spawn.h"
 #include "launch/status.h"
+#include "util/clock.h"
 #include "util/env.h"
 #include "util/result.h"
 #include "wireup/wireup.h"
@@ -94,6 +95,9 @@ struct JobSpec {
   // Called on the supervising thread as each rank starts, with its job rank and pid,
   // which is its process group's id (a GPU check watches the group).
   std::function<void(int rank, pid_t pid)> on_started;
+  // Whose time the timeout, the escalation, the drain and timestamped lines are on;
+  // nullptr = the real clock. Must outlive the job.
+  const Clock* clock = nullptr;
 };
 
 struct RankOutcome {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "launch/testing.h"
+#include "util/fake_clock_for_test.h"
 
 namespace berth::launch {
 namespace {
@@ -266,6 +267,31 @@ TEST(Job, PrefixesAndXml) {
   s.output = OutputMode::kTagDetailed;
   EXPECT_EQ(line_prefix(s, 3, 99, true), "[12,3][n1:99]<stderr>: ");
   EXPECT_EQ(xml_line(1, false, "a<b&\"c\n"), "<stdout rank=\"1\">a&lt;b&amp;&quot;c</stdout>\n");
+}
+
+TEST(Job, TimestampsAreTheJobsClocks) {
+  FakeClock clock;
+  JobSpec s;
+  s.job_id = "12";
+  s.output = OutputMode::kTimestamp;
+  s.clock = &clock;
+  EXPECT_EQ(line_prefix(s, 3, 99, false), "2023-11-14T22:13:20.000Z [12,3]<stdout>: ");
+  clock.advance(std::chrono::milliseconds(1500));
+  EXPECT_EQ(line_prefix(s, 3, 99, true), "2023-11-14T22:13:21.500Z [12,3]<stderr>: ");
+}
+
+TEST(Job, TheTimeoutIsMeasuredOnTheJobsClock) {
+  // A clock that does not move: the job's 1 ms never runs out, however long the rank
+  // takes in real time.
+  FakeClock clock;
+  Captured c;
+  JobSpec s = job({"/bin/sh", "-c", "sleep 0.3; exit 0"}, 1);
+  s.timeout = std::chrono::milliseconds(1);
+  s.clock = &clock;
+  auto r = run_job(s, path_env(), Spawner::real(), c.sinks());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_FALSE(r->timed_out);
 }
 
 TEST(Job, MalformedJobsAreRefusedBeforeAnythingStarts) {
