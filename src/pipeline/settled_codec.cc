@@ -29,9 +29,9 @@
 // <offset> (<length> of them) with <entry> in what a rerun reports. Spec 04 §7.1 pins
 // the same grammar.
 //
-// Each line kind has one parser (read_*_line()), which both reads a well-formed line
-// fast and, on the first thing it did not expect, stops with a note of what and where;
-// only then is a message made.
+// Each line kind has one parser (read_*_line()), written on SettledReader
+// (settled_reader.h): it reads a well-formed line fast and, on the first thing it did
+// not expect, stops with a note of what and where; only then is a message made.
 #include "pipeline/settled.h"
 
 #include <fmt/format.h>
@@ -40,8 +40,8 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
+#include "pipeline/settled_reader.h"
 #include "util/memory.h"
 
 namespace berth::pipeline {
@@ -64,157 +64,13 @@ void put_str(std::string& out, std::string_view s) {
   out.append(s);
 }
 
-// The text of a decoding failure: the byte offset and the line it stopped at (0: not
-// known, for a reader started in the middle of a record) and what it found wrong there.
-Error record_error(size_t at, size_t line, std::string_view what) {
-  std::string m = fmt::format("settled record: at byte {}: {}", at, what);
-  if (line > 0) m += fmt::format(" (line {})", line);
-  return Error(Errc::kInvalidInput, std::move(m));
-}
-
-// A cursor over the record, with one parser per line kind written on its primitives.
-// A primitive returns false on anything unexpected and notes what it expected and
-// where, in a few stores; the message is made from that note only when the decoder
-// reports the failure (error()). A record of 10^5 steps is decoded on every rerun, and
-// its well-formed lines must cost no formatting.
-class Reader {
- public:
-  // `line`: the line `pos` lies on, 0 when it is not known.
-  explicit Reader(std::string_view b, size_t pos = 0, size_t line = 1)
-      : b_(b), pos_(pos), line_(line) {}
-
-  size_t pos() const { return pos_; }
-  size_t line() const { return line_; }
-  bool at_end() const { return pos_ == b_.size(); }
-
-  // The next word up to a space or newline (not consumed).
-  std::string_view peek_word() const {
-    size_t end = pos_;
-    while (end < b_.size() && b_[end] != ' ' && b_[end] != '\n') ++end;
-    return b_.substr(pos_, end - pos_);
-  }
-
-  bool lit(std::string_view s) {
-    if (b_.substr(pos_, s.size()) != s) return expected(Want::kLiteral, s);
-    pos_ += s.size();
-    return true;
-  }
-  bool space() {
-    if (pos_ < b_.size() && b_[pos_] == ' ') return ++pos_, true;
-    return expected(Want::kLiteral, " ");
-  }
-  // The end of a line.
-  bool end_line() {
-    if (pos_ >= b_.size() || b_[pos_] != '\n') return expected(Want::kLiteral, "\n");
-    ++pos_;
-    return next_line();
-  }
-  // A line's last word `s`, with its newline.
-  bool end_line(std::string_view s) { return lit(s) && next_line(); }
-
-  template <typename T>
-  bool num(T& v, std::string_view what) {
-    auto got = parse_number<T>();
-    if (!got) return expected(Want::kText, what);
-    v = *got;
-    return true;
-  }
-
-  // A length-prefixed string, "<len>:<bytes>".
-  bool str(std::string& out, std::string_view what) {
-    auto n = parse_number<size_t>();
-    if (!n) return expected(Want::kLengthOf, what);
-    if (pos_ >= b_.size() || b_[pos_] != ':') return expected(Want::kLiteral, ":");
-    ++pos_;
-    if (*n > b_.size() - pos_) return expected(Want::kBytesOf, what, *n);
-    out.assign(b_.data() + pos_, *n);
-    pos_ += *n;
-    return true;
-  }
-
-  // A condition on what was just read; `what` says what was expected instead.
-  bool check(bool ok, std::string_view what) { return ok || expected(Want::kText, what); }
-
-  // The failure noted last, as text.
-  Error error() const {
-    switch (want_) {
-      case Want::kLiteral:
-        return record_error(at_, line_, fmt::format("expected '{}'", what_));
-      case Want::kLengthOf:
-        return record_error(at_, line_, fmt::format("expected the length of {}", what_));
-      case Want::kBytesOf:
-        return record_error(at_, line_, fmt::format("expected {} bytes of {}", bytes_, what_));
-      case Want::kText:
-        break;
-    }
-    return record_error(at_, line_, fmt::format("expected {}", what_));
-  }
-
- private:
-  enum class Want : uint8_t { kText, kLiteral, kLengthOf, kBytesOf };
-
-  // Notes a failure; kept out of line so that the parsers' good path stays small.
-  [[gnu::cold]] [[gnu::noinline]] bool expected(Want want, std::string_view what,
-                                                size_t bytes = 0) {
-    want_ = want;
-    what_ = what;
-    bytes_ = bytes;
-    at_ = pos_;
-    return false;
-  }
-
-  // Only what encode_settled() writes: digits, '-' for a negative value, no '+';
-  // from_chars' grammar, with a plain loop for the common case of a few digits.
-  template <typename T>
-  std::optional<T> parse_number() {
-    const char* first = b_.data() + pos_;
-    const char* last = b_.data() + b_.size();
-    if (first == last) return std::nullopt;
-    if (*first != '-') {
-      // Up to 19 digits cannot overflow an unsigned 64-bit value; a longer number, or
-      // a type it may not fit, goes to from_chars.
-      uint64_t v = 0;
-      const char* p = first;
-      while (p < last && p - first < 19 && static_cast<unsigned char>(*p - '0') < 10) {
-        v = v * 10 + static_cast<uint64_t>(*p - '0');
-        ++p;
-      }
-      if (p == first) return std::nullopt;
-      bool more = p < last && static_cast<unsigned char>(*p - '0') < 10;
-      if (!more && v <= static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-        pos_ += static_cast<size_t>(p - first);
-        return static_cast<T>(v);
-      }
-    }
-    T v{};
-    auto [p, ec] = std::from_chars(first, last, v);
-    if (ec != std::errc() || p == first) return std::nullopt;
-    pos_ += static_cast<size_t>(p - first);
-    return v;
-  }
-
-  bool next_line() {
-    if (line_ > 0) ++line_;
-    return true;
-  }
-
-  std::string_view b_;
-  size_t pos_ = 0;
-  size_t line_ = 1;
-  // The failure noted last: what was expected, at which byte.
-  Want want_ = Want::kText;
-  std::string_view what_;  // a literal of the parsers, never a view of the record
-  size_t bytes_ = 0;
-  size_t at_ = 0;
-};
-
 // A line of one string: `word`, then the string.
-bool read_string_line(Reader& r, std::string_view word, std::string& out, std::string_view what) {
+bool read_string_line(SettledReader& r, std::string_view word, std::string& out, std::string_view what) {
   return r.lit(word) && r.str(out, what) && r.end_line();
 }
 
 // "tables <n> <g> <globbed table>...", up to its newline.
-bool read_tables_line(Reader& r, Settled& s) {
+bool read_tables_line(SettledReader& r, Settled& s) {
   size_t globbed = 0;
   if (!(r.lit("tables ") && r.num(s.tables, "a count of tables") && r.space() &&
         r.num(globbed, "a count of tables") &&
@@ -234,7 +90,7 @@ bool read_tables_line(Reader& r, Settled& s) {
 }
 
 // The lines every record opens with, after its magic's.
-bool read_head(Reader& r, Settled& s) {
+bool read_head(SettledReader& r, Settled& s) {
   return read_string_line(r, "context ", s.context, "the context") &&
          read_string_line(r, "base ", s.base, "the base context") &&
          read_string_line(r, "pipeline ", s.pipeline, "the pipeline's name") &&
@@ -244,13 +100,13 @@ bool read_head(Reader& r, Settled& s) {
 
 // Each parser below reads one line of its kind, from its word up to its newline.
 
-bool read_request_line(Reader& r, SettledRequest& q) {
+bool read_request_line(SettledReader& r, SettledRequest& q) {
   return r.lit("request ") && r.num(q.tasks, "a task count") && r.space() &&
          r.num(q.cpus_per_task, "cpus per task") && r.space() && r.num(q.gpus, "a GPU count") &&
          r.space() && r.num(q.nodes, "a node count");
 }
 
-bool read_tool_line(Reader& r, SettledTool& t) {
+bool read_tool_line(SettledReader& r, SettledTool& t) {
   size_t argc = 0;
   if (!(r.lit("tool ") && r.num(argc, "an argument count"))) return false;
   for (size_t k = 0; k < argc; ++k) {
@@ -260,7 +116,7 @@ bool read_tool_line(Reader& r, SettledTool& t) {
 }
 
 // An input, racy input or result line: `word` is which.
-bool read_file_line(Reader& r, std::string_view word, SettledFile& f) {
+bool read_file_line(SettledReader& r, std::string_view word, SettledFile& f) {
   bool input = word != "result";
   f.with_ctime = input;
   FileStamp& st = f.stamp;
@@ -280,7 +136,7 @@ bool read_file_line(Reader& r, std::string_view word, SettledFile& f) {
   return r.str(f.path, "a path");
 }
 
-bool read_object_line(Reader& r, std::string& name) {
+bool read_object_line(SettledReader& r, std::string& name) {
   return r.lit("object ") && r.str(name, "an object name");
 }
 
@@ -298,7 +154,7 @@ constexpr IndexNames kObjectNames{"an object count", "at most as many objects as
                                   "an object's index", "the index of an object named before"};
 
 // "<n> <index>...", each of the `n` indices below `bound` (so `n` is at most it).
-bool read_indices(Reader& r, std::vector<uint32_t>& out, size_t bound, const IndexNames& names) {
+bool read_indices(SettledReader& r, std::vector<uint32_t>& out, size_t bound, const IndexNames& names) {
   size_t n = 0;
   if (!(r.num(n, names.count) && r.check(n <= bound, names.too_many))) return false;
   // Bounded by what the record named before the line: never a huge allocation.
@@ -311,7 +167,7 @@ bool read_indices(Reader& r, std::vector<uint32_t>& out, size_t bound, const Ind
 
 // A step line, into `e` (its buffers reused): `index` steps come before it, and its
 // files and objects are of those `s` names so far.
-bool read_step_line(Reader& r, const Settled& s, size_t index, SettledStep& e) {
+bool read_step_line(SettledReader& r, const Settled& s, size_t index, SettledStep& e) {
   return r.lit("step ") && r.num(e.offset, "an offset") && r.space() &&
          r.num(e.length, "a length") && r.space() && r.num(e.table, "a table's index") &&
          r.space() && r.num(e.combination, "a foreach combination") && r.space() &&
@@ -321,7 +177,7 @@ bool read_step_line(Reader& r, const Settled& s, size_t index, SettledStep& e) {
          r.str(e.fingerprint, "a fingerprint") && r.space() && r.str(e.name, "a step's name");
 }
 
-bool read_override_line(Reader& r, SettledOverride& v) {
+bool read_override_line(SettledReader& r, SettledOverride& v) {
   return r.lit("override ") && r.num(v.offset, "an offset") && r.space() &&
          r.num(v.length, "a length") && r.space() && r.str(v.entry, "an entry");
 }
@@ -336,7 +192,7 @@ struct StepLines {
   size_t read = 0;
 };
 
-bool read_step(Reader& r, Settled& s, StepLines& lines) {
+bool read_step(SettledReader& r, Settled& s, StepLines& lines) {
   if (lines.entries_at && lines.read == 0) *lines.entries_at = r.pos();
   size_t index = lines.read++;
   if (lines.keep) return read_step_line(r, s, index, s.entries.emplace_back());
@@ -346,7 +202,7 @@ bool read_step(Reader& r, Settled& s, StepLines& lines) {
 }
 
 // The lines of which a record holds any number, up to the first of another kind.
-bool read_body(Reader& r, Settled& s, StepLines& lines) {
+bool read_body(SettledReader& r, Settled& s, StepLines& lines) {
   for (;;) {
     std::string_view word = r.peek_word();
     bool ok = false;
@@ -369,7 +225,7 @@ bool read_body(Reader& r, Settled& s, StepLines& lines) {
   }
 }
 
-bool read_tail(Reader& r, Settled& s) {
+bool read_tail(SettledReader& r, Settled& s) {
   return r.lit("steps ") && r.num(s.steps, "a step count") && r.space() &&
          r.num(s.steps_bytes, "the steps' length") && r.space() &&
          r.num(s.object_bytes, "the steps object's length") && r.end_line();
@@ -384,7 +240,7 @@ Result<void> check_spans(const Settled& s, const std::vector<std::pair<size_t, s
   size_t made = s.object_bytes;
   for (const auto& v : s.overrides) {
     if (v.offset < end || v.offset > s.object_bytes || v.length > s.object_bytes - v.offset) {
-      return record_error(at, line,
+      return settled_record_error(at, line,
                           fmt::format("an override of {} bytes at {} does not lie in order "
                                       "within the {} bytes of the steps object",
                                       v.length, v.offset, s.object_bytes));
@@ -393,7 +249,7 @@ Result<void> check_spans(const Settled& s, const std::vector<std::pair<size_t, s
     made = made - v.length + v.entry.size();
   }
   if (made != s.steps_bytes) {
-    return record_error(at, line,
+    return settled_record_error(at, line,
                         fmt::format("the steps object ({} bytes) with its overrides is {} "
                                     "bytes, not {}",
                                     s.object_bytes, made, s.steps_bytes));
@@ -403,14 +259,14 @@ Result<void> check_spans(const Settled& s, const std::vector<std::pair<size_t, s
   };
   for (const auto& e : s.entries) {
     if (outside(e.offset, e.length)) {
-      return record_error(
+      return settled_record_error(
           at, line,
           fmt::format("step '{}' lies outside the {} bytes of the steps", e.name, s.steps_bytes));
     }
   }
   for (const auto& [offset, length] : unkept) {
     if (outside(offset, length)) {
-      return record_error(
+      return settled_record_error(
           at, line, fmt::format("a step lies outside the {} bytes of the steps", s.steps_bytes));
     }
   }
@@ -611,7 +467,7 @@ std::string encode_settled(const Settled& s) {
 Result<Settled> decode_settled(std::string_view bytes) { return decode_settled(bytes, true); }
 
 Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t* entries_at) {
-  Reader r(bytes);
+  SettledReader r(bytes);
   Settled s;
   int format = 0;
   if (!(r.lit(kMagic) && r.space() && r.num(format, "the format version"))) return r.error();
@@ -637,7 +493,7 @@ Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, S
   if (entries_at == 0) return Ok{};  // a record without steps
   if (entries_at > bytes.size()) return fail(Errc::kInvalidInput, "settled record: no steps there");
   // The line it starts at is not known here: failures name the byte alone.
-  Reader r(bytes, entries_at, 0);
+  SettledReader r(bytes, entries_at, 0);
   s.entries.clear();
   // As many as the record says (each line is more than 16 bytes, whatever it says).
   s.entries.reserve(std::min(s.steps, (bytes.size() - entries_at) / 16));
@@ -663,7 +519,7 @@ std::string settled_pointer(std::string_view path, size_t bytes) {
 }
 
 std::optional<std::pair<std::string, size_t>> read_settled_pointer(std::string_view row) {
-  Reader r(row);
+  SettledReader r(row);
   size_t bytes = 0;
   std::string path;
   if (!(r.lit(kPointerMagic) && r.num(bytes, "a length") && r.space() && r.str(path, "a path")) ||
