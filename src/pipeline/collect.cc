@@ -157,171 +157,225 @@ size_t CollectReport::count(std::string_view kind) const {
       std::count_if(deleted.begin(), deleted.end(), [&](const Collected& d) { return d.kind == kind; }));
 }
 
-Result<CollectReport> collect_store(store::ObjectStore& s, const CollectOptions& o) {
-  const Clock& clock = o.clock != nullptr ? *o.clock : Clock::real();
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock.wall().time_since_epoch()).count();
-  const int64_t cutoff = now - o.grace.count();
-  CollectReport rep;
+namespace {
+
+// One collection, stage by stage: what the store holds, what is kept and what goes,
+// and the deletion.
+class Collection {
+ public:
+  Collection(store::ObjectStore& s, const CollectOptions& o) : s_(s), o_(o) {
+    const Clock& clock = o.clock != nullptr ? *o.clock : Clock::real();
+    now_ = std::chrono::duration_cast<std::chrono::milliseconds>(clock.wall().time_since_epoch())
+               .count();
+    cutoff_ = now_ - o.grace.count();
+  }
 
   // 1. What the store holds: objects first, then rows, so that every row naming an
   // object listed here is listed too (an object is stored before the row naming it).
-  BERTH_TRY(std::vector<store::StoreEntry> objects, s.list_objects());
-  BERTH_TRY(std::vector<store::StoreEntry> rows, s.list_row_entries("rows"));
-  BERTH_TRY(std::vector<store::StoreEntry> debris, s.list_debris());
-  std::set<std::string> listed_rows;
-  for (const auto& r : rows) listed_rows.insert(r.name);
+  Result<void> list() {
+    BERTH_TRY(objects_, s_.list_objects());
+    BERTH_TRY(rows_, s_.list_row_entries("rows"));
+    BERTH_TRY(debris_, s_.list_debris());
+    for (const auto& r : rows_) listed_rows_.insert(r.name);
+    return Ok{};
+  }
 
   // 2. The roots: the last N runs, the last N of each pipeline named, and every run
   // younger than the grace period.
-  Reach reach;
-  std::vector<Run> runs;
-  for (const auto& e : rows) {
-    if (!starts_with(e.name, kRunsPrefix)) continue;
-    BERTH_TRY(Run r, read_run(s, e));
-    runs.push_back(std::move(r));
-  }
-  std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) {
-    return std::tie(a.started, a.time_ms, a.address) > std::tie(b.started, b.time_ms, b.address);
-  });
-  rep.runs = runs.size();
-  std::map<std::string, size_t> per_pipeline;
-  std::set<std::string> named(o.pipelines.begin(), o.pipelines.end());
-  std::vector<const Run*> doomed_runs;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Run& r = runs[i];
-    bool keep = i < o.keep_runs || r.time_ms >= cutoff || !r.readable;
-    if (named.count(r.pipeline) && per_pipeline[r.pipeline]++ < o.keep_runs) keep = true;
-    if (keep) {
-      ++rep.runs_kept;
-      BERTH_CHECK(reach_run(s, r, reach));
-    } else {
-      doomed_runs.push_back(&r);
+  Result<void> keep_runs() {
+    std::vector<Run> runs;
+    for (const auto& e : rows_) {
+      if (!starts_with(e.name, kRunsPrefix)) continue;
+      BERTH_TRY(Run r, read_run(s_, e));
+      runs.push_back(std::move(r));
     }
+    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) {
+      return std::tie(a.started, a.time_ms, a.address) > std::tie(b.started, b.time_ms, b.address);
+    });
+    rep_.runs = runs.size();
+    std::map<std::string, size_t> per_pipeline;
+    std::set<std::string> named(o_.pipelines.begin(), o_.pipelines.end());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      bool keep = i < o_.keep_runs || r.time_ms >= cutoff_ || !r.readable;
+      if (named.count(r.pipeline) && per_pipeline[r.pipeline]++ < o_.keep_runs) keep = true;
+      if (keep) {
+        ++rep_.runs_kept;
+        BERTH_CHECK(reach_run(s_, r, reach_));
+      } else {
+        doomed_runs_.push_back(r.address);
+      }
+    }
+    return Ok{};
   }
 
   // 3. Step rows: reached by a kept run, or younger than the grace period, and what
   // they reach; the rest are doomed. Rows of kinds this build does not know are kept.
-  std::vector<std::string> doomed_steps, doomed_leases;
-  std::map<std::string, uint64_t> sizes;
-  std::map<std::string, std::vector<const store::StoreEntry*>> leases;  // by step key
-  for (const auto& e : rows) {
-    sizes[e.name] = e.bytes;
-    if (starts_with(e.name, kStepsPrefix)) {
-      if (reach.rows.count(e.name) || e.time_ms >= cutoff) {
-        reach.rows.insert(e.name);
-        BERTH_CHECK(reach_step_row(s, e.name, reach));
-      } else {
-        doomed_steps.push_back(e.name);
+  // Lease rows are gathered by step key for the next stage.
+  Result<void> keep_step_rows() {
+    for (const auto& e : rows_) {
+      sizes_[e.name] = e.bytes;
+      if (starts_with(e.name, kStepsPrefix)) {
+        if (reach_.rows.count(e.name) || e.time_ms >= cutoff_) {
+          reach_.rows.insert(e.name);
+          BERTH_CHECK(reach_step_row(s_, e.name, reach_));
+        } else {
+          doomed_steps_.push_back(e.name);
+        }
+      } else if (starts_with(e.name, kLeasesPrefix)) {
+        std::string rest = e.name.substr(kLeasesPrefix.size());
+        size_t slash = rest.find('/');
+        if (slash != std::string::npos) leases_[rest.substr(0, slash)].push_back(&e);
       }
-    } else if (starts_with(e.name, kLeasesPrefix)) {
-      std::string rest = e.name.substr(kLeasesPrefix.size());
-      size_t slash = rest.find('/');
-      if (slash != std::string::npos) leases[rest.substr(0, slash)].push_back(&e);
     }
+    return Ok{};
   }
 
   // 4. Lease rows: a key's go when its top generation holds nothing (released,
   // expired or unreadable) and was written before the grace period; a live claim is
   // never touched. Highest generation first, so that what is left stays a key's
   // generations from 0 for as long as any are left.
-  for (auto& [key, gens] : leases) {
-    // By generation, highest first; a name that is not a generation sorts last.
-    auto gen = [](const store::StoreEntry* e) -> int64_t {
-      std::string_view g = std::string_view(e->name).substr(e->name.rfind('/') + 1);
-      if (g.empty() || g.size() > 9 || !std::all_of(g.begin(), g.end(), str::is_digit)) return -1;
-      return std::stoll(std::string(g));
-    };
-    std::sort(gens.begin(), gens.end(), [&](const auto* a, const auto* b) {
-      return std::make_pair(gen(a), a->name) > std::make_pair(gen(b), b->name);
-    });
-    const store::StoreEntry* top = gens.front();
-    if (top->time_ms >= cutoff) continue;
-    BERTH_TRY(std::optional<std::string> text, s.get_row(top->name));
-    if (text) {
-      auto rec = decode_lease(*text);
-      if (rec && !rec->released && rec->deadline_ms > now) continue;  // held
-    }
-    for (const auto* g : gens) doomed_leases.push_back(g->name);
-  }
-
-  // 5. Objects no kept row or run reaches, older than the grace period.
-  BERTH_CHECK(reach.expand(s));
-  std::vector<std::string> doomed_objects;
-  for (const auto& e : objects) {
-    sizes[e.name] = e.bytes;
-    if (!reach.objects.count(e.name) && e.time_ms < cutoff) doomed_objects.push_back(e.name);
-  }
-  std::vector<std::string> doomed_debris;
-  for (const auto& e : debris) {
-    sizes["debris:" + e.name] = e.bytes;
-    if (e.time_ms < cutoff) doomed_debris.push_back(e.name);
-  }
-  for (auto& p : reach.problems) rep.problems.push_back(std::move(p));
-
-  auto record = [&](const char* kind, const std::vector<std::string>& names, const char* key) {
-    for (const auto& n : names) {
-      rep.deleted.push_back({kind, n, sizes[std::string(key) + n]});
-    }
-  };
-  if (o.dry_run) {
-    std::vector<std::string> run_names;
-    for (const Run* r : doomed_runs) run_names.push_back(r->address);
-    record("run", run_names, "");
-    record("step row", doomed_steps, "");
-    record("lease row", doomed_leases, "");
-    record("object", doomed_objects, "");
-    record("debris", doomed_debris, "debris:");
-    return rep;
-  }
-
-  // What rows published since the listing reach: they are spared. Reports first (a
-  // run that finished meanwhile reaches its step rows), then step rows.
-  auto newly_reached = [&]() -> Result<Reach> {
-    Reach fresh;
-    BERTH_TRY(std::vector<store::StoreEntry> now_rows, s.list_row_entries("rows"));
-    for (const auto& e : now_rows) {
-      if (listed_rows.count(e.name)) continue;
-      if (starts_with(e.name, kRunsPrefix)) {
-        BERTH_TRY(Run r, read_run(s, e));
-        BERTH_CHECK(reach_run(s, r, fresh));
+  Result<void> doom_leases() {
+    for (auto& [key, gens] : leases_) {
+      // By generation, highest first; a name that is not a generation sorts last.
+      auto gen = [](const store::StoreEntry* e) -> int64_t {
+        std::string_view g = std::string_view(e->name).substr(e->name.rfind('/') + 1);
+        if (g.empty() || g.size() > 9 || !std::all_of(g.begin(), g.end(), str::is_digit)) {
+          return -1;
+        }
+        return std::stoll(std::string(g));
+      };
+      std::sort(gens.begin(), gens.end(), [&](const auto* a, const auto* b) {
+        return std::make_pair(gen(a), a->name) > std::make_pair(gen(b), b->name);
+      });
+      const store::StoreEntry* top = gens.front();
+      if (top->time_ms >= cutoff_) continue;
+      BERTH_TRY(std::optional<std::string> text, s_.get_row(top->name));
+      if (text) {
+        auto rec = decode_lease(*text);
+        if (rec && !rec->released && rec->deadline_ms > now_) continue;  // held
       }
+      for (const auto* g : gens) doomed_leases_.push_back(g->name);
     }
-    for (const auto& e : now_rows) {
-      if (starts_with(e.name, kStepsPrefix) && (!listed_rows.count(e.name) || fresh.rows.count(e.name))) {
-        fresh.rows.insert(e.name);
-        BERTH_CHECK(reach_step_row(s, e.name, fresh));
-      }
+    return Ok{};
+  }
+
+  // 5. Objects no kept row or run reaches, older than the grace period; debris older
+  // than it.
+  Result<void> doom_objects() {
+    BERTH_CHECK(reach_.expand(s_));
+    for (const auto& e : objects_) {
+      sizes_[e.name] = e.bytes;
+      if (!reach_.objects.count(e.name) && e.time_ms < cutoff_) doomed_objects_.push_back(e.name);
     }
-    BERTH_CHECK(fresh.expand(s));
-    return fresh;
-  };
-  auto spare_rows = [&]() -> Result<std::set<std::string>> {
-    BERTH_TRY(Reach fresh, newly_reached());
-    return fresh.rows;
-  };
-  auto spare_objects = [&]() -> Result<std::set<std::string>> {
-    BERTH_TRY(Reach fresh, newly_reached());
-    return fresh.objects;
-  };
-  auto none = []() -> Result<std::set<std::string>> { return std::set<std::string>{}; };
+    for (const auto& e : debris_) {
+      sizes_["debris:" + e.name] = e.bytes;
+      if (e.time_ms < cutoff_) doomed_debris_.push_back(e.name);
+    }
+    for (auto& p : reach_.problems) rep_.problems.push_back(std::move(p));
+    return Ok{};
+  }
+
+  // A dry run's answer: what would go.
+  void report_doomed() {
+    record("run", doomed_runs_, "");
+    record("step row", doomed_steps_, "");
+    record("lease row", doomed_leases_, "");
+    record("object", doomed_objects_, "");
+    record("debris", doomed_debris_, "debris:");
+  }
 
   // 6. Delete: reports, step rows, lease rows — every row before the objects it
   // names — then the objects, then debris.
-  std::vector<std::string> run_names;
-  for (const Run* r : doomed_runs) run_names.push_back(r->address);
-  BERTH_TRY(auto gone_runs, s.collect(store::EntryKind::kRow, run_names, cutoff, none));
-  record("run", gone_runs, "");
-  BERTH_TRY(auto gone_steps, s.collect(store::EntryKind::kRow, doomed_steps, cutoff, spare_rows));
-  record("step row", gone_steps, "");
-  BERTH_TRY(auto gone_leases, s.collect(store::EntryKind::kRow, doomed_leases, cutoff, none));
-  record("lease row", gone_leases, "");
-  BERTH_TRY(auto gone_objects,
-            s.collect(store::EntryKind::kObject, doomed_objects, cutoff, spare_objects));
-  record("object", gone_objects, "");
-  BERTH_TRY(auto gone_debris, s.collect(store::EntryKind::kDebris, doomed_debris, cutoff, none));
-  record("debris", gone_debris, "debris:");
-  return rep;
+  Result<void> delete_doomed() {
+    auto spare_rows = [&]() -> Result<std::set<std::string>> {
+      BERTH_TRY(Reach fresh, newly_reached());
+      return fresh.rows;
+    };
+    auto spare_objects = [&]() -> Result<std::set<std::string>> {
+      BERTH_TRY(Reach fresh, newly_reached());
+      return fresh.objects;
+    };
+    auto none = []() -> Result<std::set<std::string>> { return std::set<std::string>{}; };
+    const auto kRow = store::EntryKind::kRow;
+    BERTH_TRY(auto gone_runs, s_.collect(kRow, doomed_runs_, cutoff_, none));
+    record("run", gone_runs, "");
+    BERTH_TRY(auto gone_steps, s_.collect(kRow, doomed_steps_, cutoff_, spare_rows));
+    record("step row", gone_steps, "");
+    BERTH_TRY(auto gone_leases, s_.collect(kRow, doomed_leases_, cutoff_, none));
+    record("lease row", gone_leases, "");
+    BERTH_TRY(auto gone_objects,
+              s_.collect(store::EntryKind::kObject, doomed_objects_, cutoff_, spare_objects));
+    record("object", gone_objects, "");
+    BERTH_TRY(auto gone_debris,
+              s_.collect(store::EntryKind::kDebris, doomed_debris_, cutoff_, none));
+    record("debris", gone_debris, "debris:");
+    return Ok{};
+  }
+
+  CollectReport take() { return std::move(rep_); }
+
+ private:
+  // What rows published since the listing reach: they are spared. Reports first (a
+  // run that finished meanwhile reaches its step rows), then step rows.
+  Result<Reach> newly_reached() {
+    Reach fresh;
+    BERTH_TRY(std::vector<store::StoreEntry> now_rows, s_.list_row_entries("rows"));
+    for (const auto& e : now_rows) {
+      if (listed_rows_.count(e.name)) continue;
+      if (starts_with(e.name, kRunsPrefix)) {
+        BERTH_TRY(Run r, read_run(s_, e));
+        BERTH_CHECK(reach_run(s_, r, fresh));
+      }
+    }
+    for (const auto& e : now_rows) {
+      if (starts_with(e.name, kStepsPrefix) &&
+          (!listed_rows_.count(e.name) || fresh.rows.count(e.name))) {
+        fresh.rows.insert(e.name);
+        BERTH_CHECK(reach_step_row(s_, e.name, fresh));
+      }
+    }
+    BERTH_CHECK(fresh.expand(s_));
+    return fresh;
+  }
+
+  // Entries of `kind` said deleted, each with its size (listed under `key` + name).
+  void record(const char* kind, const std::vector<std::string>& names, const char* key) {
+    for (const auto& n : names) {
+      rep_.deleted.push_back({kind, n, sizes_[std::string(key) + n]});
+    }
+  }
+
+  store::ObjectStore& s_;
+  const CollectOptions& o_;
+  int64_t now_ = 0;
+  int64_t cutoff_ = 0;  // entries written before it are past the grace period
+  // What the store held at the start.
+  std::vector<store::StoreEntry> objects_, rows_, debris_;
+  std::set<std::string> listed_rows_;
+  std::map<std::string, uint64_t> sizes_;  // by name; debris by "debris:" + name
+  std::map<std::string, std::vector<const store::StoreEntry*>> leases_;  // by step key
+  Reach reach_;  // what the kept runs and rows reach
+  std::vector<std::string> doomed_runs_, doomed_steps_, doomed_leases_, doomed_objects_,
+      doomed_debris_;
+  CollectReport rep_;
+};
+
+}  // namespace
+
+Result<CollectReport> collect_store(store::ObjectStore& s, const CollectOptions& o) {
+  Collection c(s, o);
+  BERTH_CHECK(c.list());
+  BERTH_CHECK(c.keep_runs());
+  BERTH_CHECK(c.keep_step_rows());
+  BERTH_CHECK(c.doom_leases());
+  BERTH_CHECK(c.doom_objects());
+  if (o.dry_run) {
+    c.report_doomed();
+  } else {
+    BERTH_CHECK(c.delete_doomed());
+  }
+  return c.take();
 }
 
 }  // namespace berth::pipeline

@@ -202,7 +202,9 @@ std::string settled_base(std::string_view engine_version, std::string_view cwd,
 
 // The record as bytes, and back (the steps of the report are kept beside it, not in it).
 // decode_settled() fails (kInvalidInput) on anything encode_settled() could not have written,
-// naming the byte offset and what was expected there; it never crashes, whatever the bytes.
+// naming the byte offset, what was expected there and the record's line it lies on
+// ("settled record: at byte 40: expected a ctime (line 7)"); it never crashes, whatever
+// the bytes. decode_settled_entries(), which starts in the middle, names the byte alone.
 std::string encode_settled(const Settled& s);
 Result<Settled> decode_settled(std::string_view bytes);
 // The same, every line checked, but without keeping the step lines when

@@ -28,6 +28,10 @@
 // length lie within the steps file. An override replaces the steps object's bytes at
 // <offset> (<length> of them) with <entry> in what a rerun reports. Spec 04 §7.1 pins
 // the same grammar.
+//
+// Each line kind has one parser (read_*_line()), written on SettledReader
+// (settled_reader.h): it reads a well-formed line fast and, on the first thing it did
+// not expect, stops with a note of what and where; only then is a message made.
 #include "pipeline/settled.h"
 
 #include <fmt/format.h>
@@ -36,8 +40,8 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
+#include "pipeline/settled_reader.h"
 #include "util/memory.h"
 
 namespace berth::pipeline {
@@ -60,244 +64,216 @@ void put_str(std::string& out, std::string_view s) {
   out.append(s);
 }
 
-// A cursor over the record; every failure names the offset it stopped at.
-class Reader {
- public:
-  explicit Reader(std::string_view b) : b_(b) {}
-
-  size_t pos() const { return pos_; }
-  bool at_end() const { return pos_ == b_.size(); }
-
-  Error error(std::string_view what) const {
-    return Error(Errc::kInvalidInput,
-                 fmt::format("settled record: at byte {}: expected {}", pos_, what));
-  }
-
-  // The next word up to a space or newline (not consumed).
-  std::string_view peek_word() const {
-    size_t end = pos_;
-    while (end < b_.size() && b_[end] != ' ' && b_[end] != '\n') ++end;
-    return b_.substr(pos_, end - pos_);
-  }
-
-  Result<void> literal(std::string_view s) {
-    if (b_.substr(pos_, s.size()) != s) return error(std::string("'").append(s).append("'"));
-    pos_ += s.size();
-    return Ok{};
-  }
-  Result<void> space() { return literal(" "); }
-  Result<void> newline() { return literal("\n"); }
-
-  template <typename T>
-  Result<T> number(std::string_view what) {
-    auto v = parse_number<T>();
-    if (!v) return error(what);
-    return *v;
-  }
-
-  Result<std::string> str(std::string_view what) {
-    // Messages are formatted only for a failure: a record holds tens of thousands of
-    // strings.
-    auto n = parse_number<size_t>();
-    if (!n) return error(fmt::format("the length of {}", what));
-    if (pos_ >= b_.size() || b_[pos_] != ':') return error("':'");
-    ++pos_;
-    if (*n > b_.size() - pos_) return error(fmt::format("{} bytes of {}", *n, what));
-    std::string s(b_.substr(pos_, *n));
-    pos_ += *n;
-    return s;
-  }
-
-  // Fast primitives for the lines a record holds tens of thousands of: false, and no
-  // message, on anything unexpected (the caller then reads the line again with the
-  // primitives above, for the message).
-  template <typename T>
-  bool num(T& v) {
-    auto got = parse_number<T>();
-    if (!got) return false;
-    v = *got;
-    return true;
-  }
-  bool ch(char c) {
-    if (pos_ >= b_.size() || b_[pos_] != c) return false;
-    ++pos_;
-    return true;
-  }
-  bool lit(std::string_view s) {
-    if (b_.substr(pos_, s.size()) != s) return false;
-    pos_ += s.size();
-    return true;
-  }
-  bool take(std::string& out) {
-    auto n = parse_number<size_t>();
-    if (!n || !ch(':') || *n > b_.size() - pos_) return false;
-    out.assign(b_.data() + pos_, *n);
-    pos_ += *n;
-    return true;
-  }
-  void seek(size_t pos) { pos_ = pos; }
-
- private:
-  // Only what encode_settled() writes: digits, '-' for a negative value, no '+';
-  // from_chars' grammar, with a plain loop for the common case of a few digits.
-  template <typename T>
-  std::optional<T> parse_number() {
-    const char* first = b_.data() + pos_;
-    const char* last = b_.data() + b_.size();
-    if (first == last) return std::nullopt;
-    if (*first != '-') {
-      // Up to 19 digits cannot overflow an unsigned 64-bit value; a longer number, or
-      // a type it may not fit, goes to from_chars.
-      uint64_t v = 0;
-      const char* p = first;
-      while (p < last && p - first < 19 && static_cast<unsigned char>(*p - '0') < 10) {
-        v = v * 10 + static_cast<uint64_t>(*p - '0');
-        ++p;
-      }
-      if (p == first) return std::nullopt;
-      bool more = p < last && static_cast<unsigned char>(*p - '0') < 10;
-      if (!more && v <= static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-        pos_ += static_cast<size_t>(p - first);
-        return static_cast<T>(v);
-      }
-    }
-    T v{};
-    auto [p, ec] = std::from_chars(first, last, v);
-    if (ec != std::errc() || p == first) return std::nullopt;
-    pos_ += static_cast<size_t>(p - first);
-    return v;
-  }
-
-  std::string_view b_;
-  size_t pos_ = 0;
-};
-
-Result<FileStamp> read_stamp(Reader& r, bool with_ctime) {
-  FileStamp st;
-  BERTH_TRY(st.dev, r.number<uint64_t>("a device number"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(st.ino, r.number<uint64_t>("an inode number"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(st.size, r.number<int64_t>("a size"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(st.mtime_ns, r.number<int64_t>("an mtime"));
-  BERTH_CHECK(r.space());
-  if (with_ctime) {
-    BERTH_TRY(st.ctime_ns, r.number<int64_t>("a ctime"));
-    BERTH_CHECK(r.space());
-  }
-  return st;
+// A line of one string: `word`, then the string.
+bool read_string_line(SettledReader& r, std::string_view word, std::string& out, std::string_view what) {
+  return r.lit(word) && r.str(out, what) && r.end_line();
 }
 
-bool fast_stamp(Reader& r, FileStamp& st, bool with_ctime) {
-  return r.num(st.dev) && r.ch(' ') && r.num(st.ino) && r.ch(' ') && r.num(st.size) &&
-         r.ch(' ') && r.num(st.mtime_ns) && r.ch(' ') &&
-         (!with_ctime || (r.num(st.ctime_ns) && r.ch(' ')));
-}
-
-// An input, racy input or result line after its word, up to its newline.
-Result<SettledFile> read_file_line(Reader& r, std::string_view word) {
-  bool input = word != "result";
-  bool racy = word == "racy-input";
-  SettledFile f;
-  f.with_ctime = input;
-  size_t start = r.pos();
-  if (r.lit(word) && r.ch(' ') && fast_stamp(r, f.stamp, input) &&
-      (!racy || (r.take(f.racy_hash) && !f.racy_hash.empty() && r.ch(' '))) && r.take(f.path)) {
-    return f;
+// "tables <n> <g> <globbed table>...", up to its newline.
+bool read_tables_line(SettledReader& r, Settled& s) {
+  size_t globbed = 0;
+  if (!(r.lit("tables ") && r.num(s.tables, "a count of tables") && r.space() &&
+        r.num(globbed, "a count of tables") &&
+        r.check(globbed <= s.tables, "at most as many tables as the file has"))) {
+    return false;
   }
-  r.seek(start);
-  BERTH_CHECK(r.literal(word));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(f.stamp, read_stamp(r, input));
-  if (racy) {
-    BERTH_TRY(f.racy_hash, r.str("a hash"));
-    // Empty, it would be written back as a plain input: not what was read.
-    if (f.racy_hash.empty()) return r.error("a racy input's hash");
-    BERTH_CHECK(r.space());
-  }
-  BERTH_TRY(f.path, r.str("a path"));
-  return f;
-}
-
-// A step line, up to its newline, into `e` (its buffers reused); its indices are of
-// what `s` names so far.
-Result<void> read_step_line(Reader& r, const Settled& s, size_t index, SettledStep& e) {
-  e.deps.clear();
-  e.files.clear();
-  e.objects.clear();
-  size_t start = r.pos();
-  auto fast = [&] {
-    size_t n = 0;
-    if (!(r.lit("step ") && r.num(e.offset) && r.ch(' ') && r.num(e.length) && r.ch(' ') &&
-          r.num(e.table) && r.ch(' ') && r.num(e.combination) && r.ch(' ') && r.num(n) &&
-          n <= index)) {
+  for (size_t k = 0; k < globbed; ++k) {
+    uint32_t t = 0;
+    if (!(r.space() && r.num(t, "a table's index") &&
+          r.check(t < s.tables && (s.globbed.empty() || t > s.globbed.back()),
+                  "a table's index, ascending, within the file's"))) {
       return false;
     }
-    e.deps.resize(n);
-    for (uint32_t& d : e.deps) {
-      if (!(r.ch(' ') && r.num(d) && d < index)) return false;
+    s.globbed.push_back(t);
+  }
+  return true;
+}
+
+// The lines every record opens with, after its magic's.
+bool read_head(SettledReader& r, Settled& s) {
+  return read_string_line(r, "context ", s.context, "the context") &&
+         read_string_line(r, "base ", s.base, "the base context") &&
+         read_string_line(r, "pipeline ", s.pipeline, "the pipeline's name") &&
+         read_string_line(r, "steps-object ", s.steps_object, "the steps' object name") &&
+         read_tables_line(r, s) && r.end_line();
+}
+
+// Each parser below reads one line of its kind, from its word up to its newline.
+
+bool read_request_line(SettledReader& r, SettledRequest& q) {
+  return r.lit("request ") && r.num(q.tasks, "a task count") && r.space() &&
+         r.num(q.cpus_per_task, "cpus per task") && r.space() && r.num(q.gpus, "a GPU count") &&
+         r.space() && r.num(q.nodes, "a node count");
+}
+
+bool read_tool_line(SettledReader& r, SettledTool& t) {
+  size_t argc = 0;
+  if (!(r.lit("tool ") && r.num(argc, "an argument count"))) return false;
+  for (size_t k = 0; k < argc; ++k) {
+    if (!(r.space() && r.str(t.argv.emplace_back(), "an argument"))) return false;
+  }
+  return r.space() && r.str(t.output, "a tool's output");
+}
+
+// An input, racy input or result line: `word` is which.
+bool read_file_line(SettledReader& r, std::string_view word, SettledFile& f) {
+  bool input = word != "result";
+  f.with_ctime = input;
+  FileStamp& st = f.stamp;
+  if (!(r.lit(word) && r.space() && r.num(st.dev, "a device number") && r.space() &&
+        r.num(st.ino, "an inode number") && r.space() && r.num(st.size, "a size") && r.space() &&
+        r.num(st.mtime_ns, "an mtime") && r.space() &&
+        (!input || (r.num(st.ctime_ns, "a ctime") && r.space())))) {
+    return false;
+  }
+  // A racy input's hash is never empty: it would be written back as a plain input,
+  // not what was read.
+  if (word == "racy-input" &&
+      !(r.str(f.racy_hash, "a hash") && r.check(!f.racy_hash.empty(), "a racy input's hash") &&
+        r.space())) {
+    return false;
+  }
+  return r.str(f.path, "a path");
+}
+
+bool read_object_line(SettledReader& r, std::string& name) {
+  return r.lit("object ") && r.str(name, "an object name");
+}
+
+// What a step line's list of indices is called in a failure: its count, a count past
+// what there is, one index, and one past what there is.
+struct IndexNames {
+  std::string_view count, too_many, index, unknown;
+};
+constexpr IndexNames kDepNames{"a count of steps read from",
+                               "at most as many steps read from as come before", "a step's index",
+                               "the index of a step named before"};
+constexpr IndexNames kFileNames{"a file count", "at most as many files as the record names",
+                                "a file's index", "the index of a file named before"};
+constexpr IndexNames kObjectNames{"an object count", "at most as many objects as the record names",
+                                  "an object's index", "the index of an object named before"};
+
+// "<n> <index>...", each of the `n` indices below `bound` (so `n` is at most it).
+bool read_indices(SettledReader& r, std::vector<uint32_t>& out, size_t bound, const IndexNames& names) {
+  size_t n = 0;
+  if (!(r.num(n, names.count) && r.check(n <= bound, names.too_many))) return false;
+  // Bounded by what the record named before the line: never a huge allocation.
+  out.resize(n);
+  for (uint32_t& v : out) {
+    if (!(r.space() && r.num(v, names.index) && r.check(v < bound, names.unknown))) return false;
+  }
+  return true;
+}
+
+// A step line, into `e` (its buffers reused): `index` steps come before it, and its
+// files and objects are of those `s` names so far.
+bool read_step_line(SettledReader& r, const Settled& s, size_t index, SettledStep& e) {
+  return r.lit("step ") && r.num(e.offset, "an offset") && r.space() &&
+         r.num(e.length, "a length") && r.space() && r.num(e.table, "a table's index") &&
+         r.space() && r.num(e.combination, "a foreach combination") && r.space() &&
+         read_indices(r, e.deps, index, kDepNames) && r.space() &&
+         read_indices(r, e.files, s.files.size(), kFileNames) && r.space() &&
+         read_indices(r, e.objects, s.objects.size(), kObjectNames) && r.space() &&
+         r.str(e.fingerprint, "a fingerprint") && r.space() && r.str(e.name, "a step's name");
+}
+
+bool read_override_line(SettledReader& r, SettledOverride& v) {
+  return r.lit("override ") && r.num(v.offset, "an offset") && r.space() &&
+         r.num(v.length, "a length") && r.space() && r.str(v.entry, "an entry");
+}
+
+// Where the step lines go as they are read: into the record, or (a settled run needs
+// none of them) only their spans kept, to be checked against the steps' length.
+struct StepLines {
+  bool keep = true;
+  size_t* entries_at = nullptr;                  // where the first begins, when asked
+  SettledStep scratch;                           // a line read but not kept
+  std::vector<std::pair<size_t, size_t>> spans;  // of those not kept
+  size_t read = 0;
+};
+
+bool read_step(SettledReader& r, Settled& s, StepLines& lines) {
+  if (lines.entries_at && lines.read == 0) *lines.entries_at = r.pos();
+  size_t index = lines.read++;
+  if (lines.keep) return read_step_line(r, s, index, s.entries.emplace_back());
+  if (!read_step_line(r, s, index, lines.scratch)) return false;
+  lines.spans.emplace_back(lines.scratch.offset, lines.scratch.length);
+  return true;
+}
+
+// The lines of which a record holds any number, up to the first of another kind.
+bool read_body(SettledReader& r, Settled& s, StepLines& lines) {
+  for (;;) {
+    std::string_view word = r.peek_word();
+    bool ok = false;
+    if (word == "step") {
+      ok = read_step(r, s, lines);
+    } else if (word == "input" || word == "racy-input" || word == "result") {
+      ok = read_file_line(r, word, s.files.emplace_back());
+    } else if (word == "object") {
+      ok = read_object_line(r, s.objects.emplace_back());
+    } else if (word == "request") {
+      ok = read_request_line(r, s.requests.emplace_back());
+    } else if (word == "tool") {
+      ok = read_tool_line(r, s.tools.emplace_back());
+    } else if (word == "override") {
+      ok = read_override_line(r, s.overrides.emplace_back());
+    } else {
+      return true;
     }
-    if (!(r.ch(' ') && r.num(n) && n <= s.files.size())) return false;
-    e.files.resize(n);
-    for (uint32_t& f : e.files) {
-      if (!(r.ch(' ') && r.num(f) && f < s.files.size())) return false;
+    if (!ok || !r.end_line()) return false;
+  }
+}
+
+bool read_tail(SettledReader& r, Settled& s) {
+  return r.lit("steps ") && r.num(s.steps, "a step count") && r.space() &&
+         r.num(s.steps_bytes, "the steps' length") && r.space() &&
+         r.num(s.object_bytes, "the steps object's length") && r.end_line();
+}
+
+// What no single line shows: the overrides replace bytes of the object, in its order,
+// none overlapping, and make it the steps' length; every step's entry lies within the
+// steps. `at` and `line`: where the record's "end" is, which its failure names.
+Result<void> check_spans(const Settled& s, const std::vector<std::pair<size_t, size_t>>& unkept,
+                         size_t at, size_t line) {
+  size_t end = 0;
+  size_t made = s.object_bytes;
+  for (const auto& v : s.overrides) {
+    if (v.offset < end || v.offset > s.object_bytes || v.length > s.object_bytes - v.offset) {
+      return settled_record_error(at, line,
+                          fmt::format("an override of {} bytes at {} does not lie in order "
+                                      "within the {} bytes of the steps object",
+                                      v.length, v.offset, s.object_bytes));
     }
-    if (!(r.ch(' ') && r.num(n) && n <= s.objects.size())) return false;
-    e.objects.resize(n);
-    for (uint32_t& o : e.objects) {
-      if (!(r.ch(' ') && r.num(o) && o < s.objects.size())) return false;
-    }
-    return r.ch(' ') && r.take(e.fingerprint) && r.ch(' ') && r.take(e.name);
+    end = v.offset + v.length;
+    made = made - v.length + v.entry.size();
+  }
+  if (made != s.steps_bytes) {
+    return settled_record_error(at, line,
+                        fmt::format("the steps object ({} bytes) with its overrides is {} "
+                                    "bytes, not {}",
+                                    s.object_bytes, made, s.steps_bytes));
+  }
+  auto outside = [&](size_t offset, size_t length) {
+    return offset > s.steps_bytes || length > s.steps_bytes - offset;
   };
-  if (fast()) return Ok{};
-  r.seek(start);
-  e = SettledStep{};
-  BERTH_CHECK(r.literal("step "));
-  BERTH_TRY(e.offset, r.number<size_t>("an offset"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(e.length, r.number<size_t>("a length"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(e.table, r.number<uint32_t>("a table's index"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(e.combination, r.number<uint32_t>("a foreach combination"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(size_t nd, r.number<size_t>("a count of steps read from"));
-  if (nd > index) return r.error("at most as many steps read from as come before");
-  for (size_t k = 0; k < nd; ++k) {
-    BERTH_CHECK(r.space());
-    BERTH_TRY(uint32_t d, r.number<uint32_t>("a step's index"));
-    if (d >= index) return r.error("the index of a step named before");
-    e.deps.push_back(d);
+  for (const auto& e : s.entries) {
+    if (outside(e.offset, e.length)) {
+      return settled_record_error(
+          at, line,
+          fmt::format("step '{}' lies outside the {} bytes of the steps", e.name, s.steps_bytes));
+    }
   }
-  BERTH_CHECK(r.space());
-  BERTH_TRY(size_t nf, r.number<size_t>("a file count"));
-  if (nf > s.files.size()) return r.error("at most as many files as the record names");
-  for (size_t k = 0; k < nf; ++k) {
-    BERTH_CHECK(r.space());
-    BERTH_TRY(uint32_t f, r.number<uint32_t>("a file's index"));
-    if (f >= s.files.size()) return r.error("the index of a file named before");
-    e.files.push_back(f);
+  for (const auto& [offset, length] : unkept) {
+    if (outside(offset, length)) {
+      return settled_record_error(
+          at, line, fmt::format("a step lies outside the {} bytes of the steps", s.steps_bytes));
+    }
   }
-  BERTH_CHECK(r.space());
-  BERTH_TRY(size_t no, r.number<size_t>("an object count"));
-  if (no > s.objects.size()) return r.error("at most as many objects as the record names");
-  for (size_t k = 0; k < no; ++k) {
-    BERTH_CHECK(r.space());
-    BERTH_TRY(uint32_t o, r.number<uint32_t>("an object's index"));
-    if (o >= s.objects.size()) return r.error("the index of an object named before");
-    e.objects.push_back(o);
-  }
-  BERTH_CHECK(r.space());
-  BERTH_TRY(e.fingerprint, r.str("a fingerprint"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(e.name, r.str("a step's name"));
   return Ok{};
 }
 
-
 }  // namespace
-
 
 std::string settled_context(std::string_view engine_version, std::string_view cwd,
                             std::string_view pipeline_path, std::string_view pipeline_bytes,
@@ -384,11 +360,7 @@ class Out {
   size_t n_ = 0;
 };
 
-}  // namespace
-
-std::string encode_settled(const Settled& s) {
-  Out out(s.context.size() + s.base.size() + s.files.size() * 100 + s.objects.size() * 84 +
-          s.entries.size() * 128 + 256);
+void put_head(Out& out, const Settled& s) {
   out.put(fmt::format("{} {}\ncontext ", kMagic, kSettledFormat));
   out.str(s.context);
   out.put("\nbase ");
@@ -403,74 +375,91 @@ std::string encode_settled(const Settled& s) {
   out.num(s.globbed.size());
   for (uint32_t k : s.globbed) out.put(' '), out.num(k);
   out.put('\n');
+}
+
+void put_tool(Out& out, const SettledTool& t) {
+  out.put("tool ");
+  out.num(t.argv.size());
+  for (const auto& a : t.argv) {
+    out.put(' ');
+    out.str(a);
+  }
+  out.put(' ');
+  out.str(t.output);
+  out.put('\n');
+}
+
+void put_file(Out& out, const SettledFile& f) {
+  if (!f.with_ctime) {
+    out.put("result ");
+    out.stamp(f.stamp, false);
+  } else if (!f.racy_hash.empty()) {
+    out.put("racy-input ");
+    out.stamp(f.stamp, true);
+    out.str(f.racy_hash);
+    out.put(' ');
+  } else {
+    out.put("input ");
+    out.stamp(f.stamp, true);
+  }
+  out.str(f.path);
+  out.put('\n');
+}
+
+// " <n> <index>...".
+void put_indices(Out& out, const std::vector<uint32_t>& v) {
+  out.put(' ');
+  out.num(v.size());
+  for (uint32_t k : v) out.put(' '), out.num(k);
+}
+
+void put_step(Out& out, const SettledStep& e) {
+  out.put("step ");
+  out.num(e.offset);
+  out.put(' ');
+  out.num(e.length);
+  out.put(' ');
+  out.num(e.table);
+  out.put(' ');
+  out.num(e.combination);
+  put_indices(out, e.deps);
+  put_indices(out, e.files);
+  put_indices(out, e.objects);
+  out.put(' ');
+  out.str(e.fingerprint);
+  out.put(' ');
+  out.str(e.name);
+  out.put('\n');
+}
+
+void put_override(Out& out, const SettledOverride& v) {
+  out.put("override ");
+  out.num(v.offset);
+  out.put(' ');
+  out.num(v.length);
+  out.put(' ');
+  out.str(v.entry);
+  out.put('\n');
+}
+
+}  // namespace
+
+std::string encode_settled(const Settled& s) {
+  Out out(s.context.size() + s.base.size() + s.files.size() * 100 + s.objects.size() * 84 +
+          s.entries.size() * 128 + 256);
+  put_head(out, s);
   for (const auto& q : s.requests) {
     out.put(fmt::format("request {} {} {} {}\n", q.tasks, q.cpus_per_task, q.gpus, q.nodes));
   }
-  for (const auto& t : s.tools) {
-    out.put("tool ");
-    out.num(t.argv.size());
-    for (const auto& a : t.argv) {
-      out.put(' ');
-      out.str(a);
-    }
-    out.put(' ');
-    out.str(t.output);
-    out.put('\n');
-  }
-  for (const auto& f : s.files) {
-    if (!f.with_ctime) {
-      out.put("result ");
-      out.stamp(f.stamp, false);
-    } else if (!f.racy_hash.empty()) {
-      out.put("racy-input ");
-      out.stamp(f.stamp, true);
-      out.str(f.racy_hash);
-      out.put(' ');
-    } else {
-      out.put("input ");
-      out.stamp(f.stamp, true);
-    }
-    out.str(f.path);
-    out.put('\n');
-  }
+  for (const auto& t : s.tools) put_tool(out, t);
+  for (const auto& f : s.files) put_file(out, f);
   for (const auto& o : s.objects) {
     out.put("object ");
     out.str(o);
     out.put('\n');
   }
-  for (const auto& e : s.entries) {
-    out.put("step ");
-    out.num(e.offset);
-    out.put(' ');
-    out.num(e.length);
-    out.put(' ');
-    out.num(e.table);
-    out.put(' ');
-    out.num(e.combination);
-    out.put(' ');
-    out.num(e.deps.size());
-    for (uint32_t d : e.deps) out.put(' '), out.num(d);
-    out.put(' ');
-    out.num(e.files.size());
-    for (uint32_t f : e.files) out.put(' '), out.num(f);
-    out.put(' ');
-    out.num(e.objects.size());
-    for (uint32_t o : e.objects) out.put(' '), out.num(o);
-    out.put(' ');
-    out.str(e.fingerprint);
-    out.put(' ');
-    out.str(e.name);
-    out.put('\n');
-  }
-  for (const auto& v : s.overrides) {
-    out.put("override ");
-    out.num(v.offset);
-    out.put(' ');
-    out.num(v.length);
-    out.put(' ');
-    out.str(v.entry);
-    out.put('\n');
-  }
+  for (const auto& e : s.entries) put_step(out, e);
+  for (const auto& v : s.overrides) put_override(out, v);
   out.put(fmt::format("steps {} {} {}\nend\n", s.steps, s.steps_bytes, s.object_bytes));
   return out.take();
 }
@@ -478,177 +467,44 @@ std::string encode_settled(const Settled& s) {
 Result<Settled> decode_settled(std::string_view bytes) { return decode_settled(bytes, true); }
 
 Result<Settled> decode_settled(std::string_view bytes, bool with_entries, size_t* entries_at) {
-  Reader r(bytes);
+  SettledReader r(bytes);
   Settled s;
-  SettledStep scratch;  // a step line read but not kept
-  std::vector<std::pair<size_t, size_t>> last_offsets;
-  bool seen_step = false;
-  if (entries_at) *entries_at = 0;
-  BERTH_CHECK(r.literal(kMagic));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(int format, r.number<int>("the format version"));
+  int format = 0;
+  if (!(r.lit(kMagic) && r.space() && r.num(format, "the format version"))) return r.error();
   if (format != kSettledFormat) {
     return Error(Errc::kInvalidInput,
                  fmt::format("settled record: format {}, expected {}", format, kSettledFormat));
   }
-  BERTH_CHECK(r.newline());
-  BERTH_CHECK(r.literal("context "));
-  BERTH_TRY(s.context, r.str("the context"));
-  BERTH_CHECK(r.newline());
-  BERTH_CHECK(r.literal("base "));
-  BERTH_TRY(s.base, r.str("the base context"));
-  BERTH_CHECK(r.newline());
-  BERTH_CHECK(r.literal("pipeline "));
-  BERTH_TRY(s.pipeline, r.str("the pipeline's name"));
-  BERTH_CHECK(r.newline());
-  BERTH_CHECK(r.literal("steps-object "));
-  BERTH_TRY(s.steps_object, r.str("the steps' object name"));
-  BERTH_CHECK(r.newline());
-  BERTH_CHECK(r.literal("tables "));
-  BERTH_TRY(s.tables, r.number<size_t>("a count of tables"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(size_t globbed, r.number<size_t>("a count of tables"));
-  if (globbed > s.tables) return r.error("at most as many tables as the file has");
-  for (size_t k = 0; k < globbed; ++k) {
-    BERTH_CHECK(r.space());
-    BERTH_TRY(uint32_t t, r.number<uint32_t>("a table's index"));
-    if (t >= s.tables || (!s.globbed.empty() && t <= s.globbed.back())) {
-      return r.error("a table's index, ascending, within the file's");
-    }
-    s.globbed.push_back(t);
+  StepLines steps;
+  steps.keep = with_entries;
+  steps.entries_at = entries_at;
+  if (entries_at) *entries_at = 0;
+  if (!(r.end_line() && read_head(r, s) && read_body(r, s, steps) && read_tail(r, s))) {
+    return r.error();
   }
-  BERTH_CHECK(r.newline());
-  for (;;) {
-    std::string_view word = r.peek_word();
-    if (word == "request") {
-      BERTH_CHECK(r.literal("request "));
-      SettledRequest q;
-      BERTH_TRY(q.tasks, r.number<int>("a task count"));
-      BERTH_CHECK(r.space());
-      BERTH_TRY(q.cpus_per_task, r.number<int>("cpus per task"));
-      BERTH_CHECK(r.space());
-      BERTH_TRY(q.gpus, r.number<int>("a GPU count"));
-      BERTH_CHECK(r.space());
-      BERTH_TRY(q.nodes, r.number<int>("a node count"));
-      s.requests.push_back(q);
-    } else if (word == "tool") {
-      BERTH_CHECK(r.literal("tool "));
-      BERTH_TRY(size_t argc, r.number<size_t>("an argument count"));
-      SettledTool t;
-      for (size_t k = 0; k < argc; ++k) {
-        BERTH_CHECK(r.space());
-        BERTH_TRY(std::string a, r.str("an argument"));
-        t.argv.push_back(std::move(a));
-      }
-      BERTH_CHECK(r.space());
-      BERTH_TRY(t.output, r.str("a tool's output"));
-      s.tools.push_back(std::move(t));
-    } else if (word == "input" || word == "racy-input" || word == "result") {
-      BERTH_TRY(SettledFile f, read_file_line(r, word));
-      s.files.push_back(std::move(f));
-    } else if (word == "object") {
-      std::string o;
-      size_t start = r.pos();
-      if (!(r.lit("object ") && r.take(o))) {
-        r.seek(start);
-        BERTH_CHECK(r.literal("object "));
-        BERTH_TRY(o, r.str("an object name"));
-      }
-      s.objects.push_back(std::move(o));
-    } else if (word == "step") {
-      if (entries_at && !seen_step) *entries_at = r.pos();
-      seen_step = true;
-      if (with_entries) {
-        SettledStep e;
-        BERTH_CHECK(read_step_line(r, s, s.entries.size(), e));
-        s.entries.push_back(std::move(e));
-      } else {
-        BERTH_CHECK(read_step_line(r, s, last_offsets.size(), scratch));
-        // Its entry must lie within the steps, checked below for kept ones.
-        last_offsets.emplace_back(scratch.offset, scratch.length);
-      }
-    } else if (word == "override") {
-      BERTH_CHECK(r.literal("override "));
-      SettledOverride v;
-      BERTH_TRY(v.offset, r.number<size_t>("an offset"));
-      BERTH_CHECK(r.space());
-      BERTH_TRY(v.length, r.number<size_t>("a length"));
-      BERTH_CHECK(r.space());
-      BERTH_TRY(v.entry, r.str("an entry"));
-      s.overrides.push_back(std::move(v));
-    } else {
-      break;
-    }
-    if (!r.ch('\n')) BERTH_CHECK(r.newline());
-  }
-  BERTH_CHECK(r.literal("steps "));
-  BERTH_TRY(s.steps, r.number<size_t>("a step count"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(s.steps_bytes, r.number<size_t>("the steps' length"));
-  BERTH_CHECK(r.space());
-  BERTH_TRY(s.object_bytes, r.number<size_t>("the steps object's length"));
-  BERTH_CHECK(r.newline());
   size_t at = r.pos();
-  BERTH_CHECK(r.literal("end\n"));
-  if (!r.at_end()) return r.error("the end of the record");
-  // The overrides replace bytes of the object, in its order, none overlapping, and
-  // make it the steps' length.
-  {
-    size_t end = 0;
-    size_t made = s.object_bytes;
-    for (const auto& v : s.overrides) {
-      if (v.offset < end || v.offset > s.object_bytes || v.length > s.object_bytes - v.offset) {
-        return Error(Errc::kInvalidInput,
-                     fmt::format("settled record: at byte {}: an override of {} bytes at {} "
-                                 "does not lie in order within the {} bytes of the steps object",
-                                 at, v.length, v.offset, s.object_bytes));
-      }
-      end = v.offset + v.length;
-      made = made - v.length + v.entry.size();
-    }
-    if (made != s.steps_bytes) {
-      return Error(Errc::kInvalidInput,
-                   fmt::format("settled record: at byte {}: the steps object ({} bytes) with its "
-                               "overrides is {} bytes, not {}",
-                               at, s.object_bytes, made, s.steps_bytes));
-    }
-  }
-  for (const auto& e : s.entries) {
-    if (e.offset > s.steps_bytes || e.length > s.steps_bytes - e.offset) {
-      return Error(Errc::kInvalidInput,
-                   fmt::format("settled record: at byte {}: step '{}' lies outside the {} "
-                               "bytes of the steps",
-                               at, e.name, s.steps_bytes));
-    }
-  }
-  for (const auto& [offset, length] : last_offsets) {
-    if (offset > s.steps_bytes || length > s.steps_bytes - offset) {
-      return Error(Errc::kInvalidInput,
-                   fmt::format("settled record: at byte {}: a step lies outside the {} bytes "
-                               "of the steps",
-                               at, s.steps_bytes));
-    }
-  }
+  size_t line = r.line();
+  if (!(r.end_line("end\n") && r.check(r.at_end(), "the end of the record"))) return r.error();
+  BERTH_CHECK(check_spans(s, steps.spans, at, line));
   return s;
 }
 
 Result<void> decode_settled_entries(std::string_view bytes, size_t entries_at, Settled& s) {
   if (entries_at == 0) return Ok{};  // a record without steps
   if (entries_at > bytes.size()) return fail(Errc::kInvalidInput, "settled record: no steps there");
-  Reader r(bytes);
-  r.seek(entries_at);
+  // The line it starts at is not known here: failures name the byte alone.
+  SettledReader r(bytes, entries_at, 0);
   s.entries.clear();
   // As many as the record says (each line is more than 16 bytes, whatever it says).
   s.entries.reserve(std::min(s.steps, (bytes.size() - entries_at) / 16));
   while (r.peek_word() == "step") {
-    SettledStep e;
-    BERTH_CHECK(read_step_line(r, s, s.entries.size(), e));
-    BERTH_CHECK(r.newline());
-    s.entries.push_back(std::move(e));
+    if (!(read_step_line(r, s, s.entries.size(), s.entries.emplace_back()) && r.end_line())) {
+      s.entries.pop_back();  // only the lines read whole are left
+      return r.error();
+    }
   }
   return Ok{};
 }
-
 
 namespace {
 constexpr std::string_view kPointerMagic = "berth-settled-file 1 ";
@@ -663,13 +519,14 @@ std::string settled_pointer(std::string_view path, size_t bytes) {
 }
 
 std::optional<std::pair<std::string, size_t>> read_settled_pointer(std::string_view row) {
-  Reader r(row);
-  if (!r.literal(kPointerMagic).ok()) return std::nullopt;
-  auto bytes = r.number<size_t>("a length");
-  if (!bytes.ok() || !r.space().ok()) return std::nullopt;
-  auto path = r.str("a path");
-  if (!path.ok() || path->empty() || !r.at_end()) return std::nullopt;
-  return std::make_pair(std::move(*path), *bytes);
+  SettledReader r(row);
+  size_t bytes = 0;
+  std::string path;
+  if (!(r.lit(kPointerMagic) && r.num(bytes, "a length") && r.space() && r.str(path, "a path")) ||
+      path.empty() || !r.at_end()) {
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(path), bytes);
 }
 
 }  // namespace berth::pipeline

@@ -325,6 +325,75 @@ TEST(Settled, DecodeNamesTheOffsetOfWhatIsWrong) {
   for (size_t n = 0; n < good.size(); ++n) EXPECT_FALSE(decode_settled(good.substr(0, n)).ok());
 }
 
+// One parser per line kind stops at the first thing it did not expect; the message
+// names the byte and the record's line (counted by the lines read, not by the newlines
+// a path may hold) and what was expected there.
+TEST(Settled, DecodeNamesTheLineOfABadLineOfEachKind) {
+  // Six lines, 74 bytes: the next line is line 7, from byte 74.
+  const std::string head =
+      "berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n";
+  ASSERT_EQ(head.size(), 74u);
+  struct Case {
+    std::string bytes;
+    std::string want;  // the whole message
+  };
+  const std::string p = "settled record: at byte ";
+  std::vector<Case> cases = {
+      {"berth-settled x\n", p + "14: expected the format version (line 1)"},
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline x\n",
+       p + "44: expected the length of the pipeline's name (line 4)"},
+      {"berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 2 1 5\n",
+       p + "75: expected a table's index, ascending, within the file's (line 6)"},
+      {head + "request 1 1 x 1\n", p + "86: expected a GPU count (line 7)"},
+      {head + "tool 1 9:ab\n", p + "83: expected 9 bytes of an argument (line 7)"},
+      {head + "input 1 2 3 4 x 0:\n", p + "88: expected a ctime (line 7)"},
+      {head + "racy-input 1 2 3 4 5 0: 1:a\n", p + "97: expected a racy input's hash (line 7)"},
+      {head + "result 1 2 3 4 5 1:a\n", p + "90: expected ':' (line 7)"},
+      {head + "object x\n", p + "81: expected the length of an object name (line 7)"},
+      {head + "step 0 2 0 0 0 0 1 0 0: 1:s\n",
+       p + "92: expected at most as many objects as the record names (line 7)"},
+      {head + "override 1 x 1:a\n", p + "85: expected a length (line 7)"},
+      {head + "steps 0 0\nend\n", p + "83: expected ' ' (line 7)"},
+      {head + "steps 0 0 0\nen\n", p + "86: expected 'end\n' (line 8)"},
+      {head + "steps 0 0 0\nend\nx", p + "90: expected the end of the record (line 9)"},
+      // A path holding a newline is still one line.
+      {head + "input 1 2 3 4 5 3:a\nb\nobject x\n",
+       p + "103: expected the length of an object name (line 8)"},
+      // What no one line shows names the record's last line.
+      {head + "override 8 4 1:x\nsteps 0 7 10\nend\n",
+       p + "104: an override of 4 bytes at 8 does not lie in order within the 10 bytes of the "
+           "steps object (line 9)"},
+  };
+  for (const auto& c : cases) {
+    auto r = decode_settled(c.bytes);
+    ASSERT_FALSE(r.ok()) << c.bytes;
+    EXPECT_EQ(r.error().code(), Errc::kInvalidInput);
+    EXPECT_EQ(r.error().message(), c.want) << c.bytes;
+    // Read without keeping its steps, the same bytes fail the same way.
+    auto lazy = decode_settled(c.bytes, false);
+    ASSERT_FALSE(lazy.ok()) << c.bytes;
+    EXPECT_EQ(lazy.error().message(), c.want) << c.bytes;
+  }
+}
+
+// Steps read later, from the middle of the record, name the byte (the line is not
+// known there) and keep only the lines read whole.
+TEST(Settled, EntriesReadLaterNameTheByteOfABadLine) {
+  const std::string head =
+      "berth-settled 6\ncontext 0:\nbase 0:\npipeline 0:\nsteps-object 0:\ntables 0 0\n";
+  size_t at = 0;
+  auto s = decode_settled(head + "step 0 2 0 0 0 0 0 0: 1:s\nsteps 1 10 10\nend\n", false, &at);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_EQ(at, head.size());
+  std::string bad = head + "step 0 2 0 0 0 0 0 0: 1:s\nstep 0 2 x 0 0 0 0 0: 1:t\n";
+  auto r = decode_settled_entries(bad, at, *s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Errc::kInvalidInput);
+  EXPECT_EQ(r.error().message(), "settled record: at byte 109: expected a table's index");
+  ASSERT_EQ(s->entries.size(), 1u);
+  EXPECT_EQ(s->entries[0].name, "s");
+}
+
 class Probe : public place::VersionProbe {
  public:
   std::map<std::vector<std::string>, std::string> answers;
