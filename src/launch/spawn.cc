@@ -442,45 +442,12 @@ Error failure_error(const SpawnFailure& f, const SpawnRequest& req, const Failur
   return Error(errc_for(f), render_failure(f, c, std::string(path_env)));
 }
 
-class RealSpawner final : public Spawner {
- public:
-  Result<Spawned> spawn(const SpawnRequest& req, const FailureContext& ctx,
-                        const std::function<void(pid_t)>& on_pid) override;
-};
-
-Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext& ctx,
-                                   const std::function<void(pid_t)>& on_pid) {
-  // 1. The executable, on the child's PATH.
-  if (req.argv.empty() || req.argv[0].empty()) {
-    return fail(Errc::kInvalidInput, prefix(ctx) + "no command to run");
-  }
-  std::string_view path_env = child_path(req.envp);
-  std::string searched;  // only a bare name is searched, and only then allocates
-  const char* exec_path = req.argv[0].c_str();
-  if (req.argv[0].find('/') == std::string::npos) {
-    searched = search_path(req.argv[0], std::string(path_env));
-    if (searched.empty()) {
-      return failure_error({SpawnStage::kExec, ENOENT}, req, ctx, searched, path_env);
-    }
-    // A hit in a relative PATH entry was found from berth's working directory; the
-    // child execs after its chdir, so it gets the absolute path.
-    if (searched[0] != '/' && !req.cwd.empty()) {
-      char here[PATH_MAX];
-      if (getcwd(here, sizeof here) != nullptr) searched = std::string(here) + "/" + searched;
-    }
-    exec_path = searched.c_str();
-  }
-
-  // 2. argv, envp and the CPU mask, into this thread's scratch.
-  Scratch& s = t_scratch;
-  s.ptrs.clear();
-  for (const std::string& arg : req.argv) s.ptrs.push_back(const_cast<char*>(arg.c_str()));
-  s.ptrs.push_back(nullptr);
-  size_t envp_at = s.ptrs.size();
-  for (const std::string& e : req.envp) s.ptrs.push_back(const_cast<char*>(e.c_str()));
-  s.ptrs.push_back(nullptr);
-
-  ChildArgs args;
+// The child's arguments from `req`, pointing into this thread's scratch `s` (argv and
+// envp already there, envp from `envp_at`). Fails, naming the request, for a CPU id or a
+// descriptor list the child could not take.
+Result<void> child_args(const SpawnRequest& req, const FailureContext& ctx, Scratch& s,
+                        size_t envp_at, const char* exec_path, std::string_view path_env,
+                        ChildArgs& args) {
   args.path = exec_path;
   args.argv = s.ptrs.data();
   args.envp = s.ptrs.data() + envp_at;
@@ -530,6 +497,50 @@ Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext
     args.uid_map = ro.uid_map.c_str();
     args.gid_map = ro.gid_map.c_str();
   }
+
+  return Ok{};
+}
+
+class RealSpawner final : public Spawner {
+ public:
+  Result<Spawned> spawn(const SpawnRequest& req, const FailureContext& ctx,
+                        const std::function<void(pid_t)>& on_pid) override;
+};
+
+Result<Spawned> RealSpawner::spawn(const SpawnRequest& req, const FailureContext& ctx,
+                                   const std::function<void(pid_t)>& on_pid) {
+  // 1. The executable, on the child's PATH.
+  if (req.argv.empty() || req.argv[0].empty()) {
+    return fail(Errc::kInvalidInput, prefix(ctx) + "no command to run");
+  }
+  std::string_view path_env = child_path(req.envp);
+  std::string searched;  // only a bare name is searched, and only then allocates
+  const char* exec_path = req.argv[0].c_str();
+  if (req.argv[0].find('/') == std::string::npos) {
+    searched = search_path(req.argv[0], std::string(path_env));
+    if (searched.empty()) {
+      return failure_error({SpawnStage::kExec, ENOENT}, req, ctx, searched, path_env);
+    }
+    // A hit in a relative PATH entry was found from berth's working directory; the
+    // child execs after its chdir, so it gets the absolute path.
+    if (searched[0] != '/' && !req.cwd.empty()) {
+      char here[PATH_MAX];
+      if (getcwd(here, sizeof here) != nullptr) searched = std::string(here) + "/" + searched;
+    }
+    exec_path = searched.c_str();
+  }
+
+  // 2. argv, envp and the CPU mask, into this thread's scratch.
+  Scratch& s = t_scratch;
+  s.ptrs.clear();
+  for (const std::string& arg : req.argv) s.ptrs.push_back(const_cast<char*>(arg.c_str()));
+  s.ptrs.push_back(nullptr);
+  size_t envp_at = s.ptrs.size();
+  for (const std::string& e : req.envp) s.ptrs.push_back(const_cast<char*>(e.c_str()));
+  s.ptrs.push_back(nullptr);
+
+  ChildArgs args;
+  BERTH_CHECK(child_args(req, ctx, s, envp_at, exec_path, path_env, args));
 
   void* stack = s.stack_top();
   if (stack == nullptr) {

@@ -294,7 +294,7 @@ std::string Leases::new_token() {
     // token is for; unguessability was never part of the contract.
     static std::atomic<uint64_t> counter{0};
     std::string seed = fmt::format("{}-{}-{}", ::getpid(),
-                                   std::chrono::steady_clock::now().time_since_epoch().count(),
+                                   Clock::real().steady().time_since_epoch().count(),
                                    counter.fetch_add(1));
     return sha256_hex(seed).substr(0, 32);
   }

@@ -177,6 +177,43 @@ void note_positions(const toml::table& t, StepSpec& s) {
   }
 }
 
+// `outputs`: names, each once; "plots/" declares a directory output named plots
+// (stored as a tree).
+Result<void> read_outputs(TomlFields& f, StepSpec& s) {
+  BERTH_TRY(std::optional<std::vector<std::string>> outs, f.strings("outputs", true));
+  std::set<std::string> seen;
+  for (const std::string& given : outs ? *outs : std::vector<std::string>{}) {
+    bool dir = given.size() > 1 && given.back() == '/';
+    std::string o = dir ? given.substr(0, given.size() - 1) : given;
+    if (auto problem = output_name_problem(o))
+      return f.error(f.node("outputs"), "outputs", *problem);
+    if (!seen.insert(o).second) {
+      return f.error(f.node("outputs"), "outputs", fmt::format("'{}' is listed twice", o));
+    }
+    if (dir) s.directories.insert(o);
+    s.outputs.push_back(std::move(o));
+  }
+  return Ok{};
+}
+
+// `tools`: each defined by a [tools.NAME] table of the file, and named once.
+Result<void> read_tools(TomlFields& f, StepSpec& s, const PipelineFile& pf) {
+  BERTH_TRY(std::optional<std::vector<std::string>> tools, f.strings("tools", true));
+  if (tools) s.tools = std::move(*tools);
+  std::set<std::string> seen;
+  for (const std::string& tool : s.tools) {
+    if (!pf.tools.count(tool)) {
+      return f.error(f.node("tools"), "tools",
+                     fmt::format("'{}' is not defined by a [tools.{}] table",
+                                 str::printable(tool), str::printable(tool)));
+    }
+    if (!seen.insert(tool).second) {
+      return f.error(f.node("tools"), "tools", fmt::format("'{}' is listed twice", tool));
+    }
+  }
+  return Ok{};
+}
+
 Result<StepSpec> read_step(const toml::table& t0, size_t index, const PipelineFile& pf,
                            const toml::table* defaults) {
   // [defaults]: each key the step does not give itself is taken whole (spec 04 §2.5),
@@ -221,38 +258,9 @@ Result<StepSpec> read_step(const toml::table& t0, size_t index, const PipelineFi
     return f.error(nullptr, "", "has neither run nor cmd; give one");
   }
   BERTH_CHECK(read_inputs(f, s));
-  {
-    BERTH_TRY(std::optional<std::vector<std::string>> outs, f.strings("outputs", true));
-    std::set<std::string> seen;
-    // "plots/" declares a directory output named plots (stored as a tree).
-    for (const std::string& given : outs ? *outs : std::vector<std::string>{}) {
-      bool dir = given.size() > 1 && given.back() == '/';
-      std::string o = dir ? given.substr(0, given.size() - 1) : given;
-      if (auto problem = output_name_problem(o))
-        return f.error(f.node("outputs"), "outputs", *problem);
-      if (!seen.insert(o).second) {
-        return f.error(f.node("outputs"), "outputs", fmt::format("'{}' is listed twice", o));
-      }
-      if (dir) s.directories.insert(o);
-      s.outputs.push_back(std::move(o));
-    }
-  }
+  BERTH_CHECK(read_outputs(f, s));
   BERTH_CHECK(read_params(f, s));
-  {
-    BERTH_TRY(std::optional<std::vector<std::string>> tools, f.strings("tools", true));
-    if (tools) s.tools = std::move(*tools);
-    std::set<std::string> seen;
-    for (const std::string& tool : s.tools) {
-      if (!pf.tools.count(tool)) {
-        return f.error(f.node("tools"), "tools",
-                       fmt::format("'{}' is not defined by a [tools.{}] table",
-                                   str::printable(tool), str::printable(tool)));
-      }
-      if (!seen.insert(tool).second) {
-        return f.error(f.node("tools"), "tools", fmt::format("'{}' is listed twice", tool));
-      }
-    }
-  }
+  BERTH_CHECK(read_tools(f, s, pf));
   BERTH_TRY(std::optional<int64_t> cores, f.integer("cores", 1, kMaxCores));
   BERTH_CHECK(read_gpus(f, s));
   BERTH_TRY(std::optional<int64_t> tasks, f.integer("tasks", 1, kMaxTasks));

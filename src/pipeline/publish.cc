@@ -103,6 +103,8 @@ class Publisher {
   // rerun reports would differ from its object by more than kMaxOverrideBytes (or half
   // the object), or when the object is not laid out as berth writes steps.
   std::optional<Spliced> splice_on_object(const RunReport& rep) const;
+  // The report and record of an edit's rerun spliced so (`out` holding its head).
+  ReportText publish_spliced(RunReport& rep, Spliced sp, ReportText out);
   // The record of `rep`: its entries at `at` in the steps a rerun reports (`steps_bytes`
   // long), the object `kept_steps` names (its file) `object_bytes` long with
   // `overrides`; written and remembered by the index, unless no steps were kept. The
@@ -232,6 +234,52 @@ std::optional<Publisher::Spliced> Publisher::splice_on_object(
   return sp;
 }
 
+ReportText Publisher::publish_spliced(RunReport& rep, Spliced sp, ReportText out) {
+  out.mapped = previous_object;
+  out.overrides = std::move(sp.report);
+  // The run's row first: its barrier (a syncfs, in a file:// store) then has only
+  // what came before to flush, not the megabytes of the report being written.
+  Result<void> report_written = Ok{};
+  {
+    std::vector<std::string_view> changed;
+    size_t bytes = 0;
+    for (const auto& v : out.overrides) {
+      changed.push_back(v.entry);
+      bytes += v.entry.size();
+    }
+    bool fits = bytes <= kMaxStepsChangedBytes;
+    if (!fits) changed.clear();
+    std::string whole;  // the report's steps, made only if they are stored whole
+    auto stored = store_report(
+        rep, fits ? settled->steps_object : "",
+        [&]() -> Result<std::string_view> {
+          BERTH_TRY(whole, splice_overrides(*previous_object, out.overrides));
+          return std::string_view(whole);
+        },
+        std::nullopt, *shared, std::move(changed));
+    if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
+    // The report: the object's file sent by the kernel around the entries that
+    // differ (replaced atomically, not fsynced), on a thread of its own while the
+    // record is kept. The file is opened here: keep_record() removes it when no
+    // record is kept.
+    files::Fd steps_fd(::open(previous_steps.c_str(), O_RDONLY | O_CLOEXEC));
+    int open_errno = errno;
+    std::jthread report_writer([&] {
+      report_written = steps_fd.valid()
+                           ? write_report_file(report_path, out.head, steps_fd.get(),
+                                               previous_object->size(), out.overrides)
+                           : files::os_error(previous_steps, "open", open_errno);
+    });
+    keep_record(rep, stored.ok() ? std::make_optional(std::make_pair(settled->steps_object,
+                                                                     previous_steps))
+                                 : std::nullopt,
+                sp.at, sp.rerun_bytes, previous_object->size(), std::move(sp.rerun));
+    report_writer.join();
+    if (!report_written.ok()) say(report_written.error().message());
+  }
+  return out;
+}
+
 ReportText Publisher::publish(RunReport& rep, bool record_settled) {
   ReportText out;
   out.head = report_json_head(rep);
@@ -246,53 +294,7 @@ ReportText Publisher::publish(RunReport& rep, bool record_settled) {
   // each entry taken as it is or written afresh, set against the object's entry of the
   // same step: no steps text is made whole.
   if (record && executed) {
-    if (auto sp = splice_on_object(rep)) {
-      out.mapped = previous_object;
-      out.file = previous_steps;
-      out.file_bytes = previous_object->size();
-      out.overrides = std::move(sp->report);
-      // The run's row first: its barrier (a syncfs, in a file:// store) then has only
-      // what came before to flush, not the megabytes of the report being written.
-      Result<void> report_written = Ok{};
-      {
-        std::vector<std::string_view> changed;
-        size_t bytes = 0;
-        for (const auto& v : out.overrides) {
-          changed.push_back(v.entry);
-          bytes += v.entry.size();
-        }
-        bool fits = bytes <= kMaxStepsChangedBytes;
-        if (!fits) changed.clear();
-        std::string whole;  // the report's steps, made only if they are stored whole
-        auto stored = store_report(
-            rep, fits ? settled->steps_object : "",
-            [&]() -> Result<std::string_view> {
-              BERTH_TRY(whole, splice_overrides(*previous_object, out.overrides));
-              return std::string_view(whole);
-            },
-            std::nullopt, *shared, std::move(changed));
-        if (!stored.ok()) say("the run's report was not stored: " + stored.error().message());
-        // The report: the object's file sent by the kernel around the entries that
-        // differ (replaced atomically, not fsynced), on a thread of its own while the
-        // record is kept. The file is opened here: keep_record() removes it when no
-        // record is kept.
-        files::Fd steps_fd(::open(previous_steps.c_str(), O_RDONLY | O_CLOEXEC));
-        int open_errno = errno;
-        std::jthread report_writer([&] {
-          report_written = steps_fd.valid()
-                               ? write_report_file(report_path, out.head, steps_fd.get(),
-                                                   previous_object->size(), out.overrides)
-                               : files::os_error(previous_steps, "open", open_errno);
-        });
-        keep_record(rep, stored.ok() ? std::make_optional(std::make_pair(settled->steps_object,
-                                                                         previous_steps))
-                                     : std::nullopt,
-                    sp->at, sp->rerun_bytes, previous_object->size(), std::move(sp->rerun));
-        report_writer.join();
-        if (!report_written.ok()) say(report_written.error().message());
-      }
-      return out;
-    }
+    if (auto sp = splice_on_object(rep)) return publish_spliced(rep, std::move(*sp), std::move(out));
   }
   // The steps are written once, a reused step's entry copied as it was recorded; where
   // each entry lies is kept, so the steps a rerun reports are spliced from these.

@@ -45,6 +45,49 @@ std::vector<char> tables_as_recorded(std::string_view text, bool same, const Set
   return as_recorded;
 }
 
+namespace {
+
+// Into `steps`, the graph's steps in the record's order: each step of a table read
+// again (`expanded`) takes its own entry's place — the same name, table and foreach
+// combination, reading from the same steps, so that the graph is the one reading the
+// whole file gives, in the same order — and each other step is its entry, reading
+// nothing made afresh (`made`). False where that cannot be.
+bool in_record_order(std::vector<Step>& expanded, const std::vector<SettledStep>& entries,
+                     const std::unordered_map<std::string_view, size_t>& at,
+                     const std::vector<char>& made, std::vector<Step>& steps) {
+  std::vector<Step*> placed(entries.size(), nullptr);
+  for (Step& st : expanded) {
+    auto it = at.find(st.name);
+    if (it == at.end() || placed[it->second] != nullptr) return false;
+    const SettledStep& e = entries[it->second];
+    if (e.table != st.spec || e.combination != st.combination ||
+        !std::equal(st.deps.begin(), st.deps.end(), e.deps.begin(), e.deps.end())) {
+      return false;
+    }
+    placed[it->second] = &st;
+  }
+  steps.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (placed[i] != nullptr) {
+      steps.push_back(std::move(*placed[i]));
+      continue;
+    }
+    const SettledStep& e = entries[i];
+    for (uint32_t d : e.deps) {
+      if (made[d]) return false;
+    }
+    Step& st = steps.emplace_back();
+    st.name = e.name;
+    st.spec = e.table;
+    st.combination = e.combination;
+    st.deps.assign(e.deps.begin(), e.deps.end());
+    st.from_record = true;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<RecordGraph> graph_from_record(const RecordGraphInput& in, const DiscoveryFs& fs,
                                              const FileExists& exists) {
   const Settled* settled = in.record;
@@ -126,38 +169,7 @@ std::optional<RecordGraph> graph_from_record(const RecordGraphInput& in, const D
   };
   auto expanded = expand_tables(std::move(*part), exists, places, &only);
   if (!expanded.ok() || expanded->size() != expected) return std::nullopt;
-  // Each step of a table read again takes its own entry's place: the same name, table
-  // and foreach combination, reading from the same steps (so the graph is the one
-  // reading the whole file gives, in the same order); each other step reads nothing
-  // that was read again.
-  std::vector<Step*> placed(entries.size(), nullptr);
-  for (Step& st : *expanded) {
-    auto it = at.find(st.name);
-    if (it == at.end() || placed[it->second] != nullptr) return std::nullopt;
-    const SettledStep& e = entries[it->second];
-    if (e.table != st.spec || e.combination != st.combination ||
-        !std::equal(st.deps.begin(), st.deps.end(), e.deps.begin(), e.deps.end())) {
-      return std::nullopt;
-    }
-    placed[it->second] = &st;
-  }
-  g.steps.reserve(entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (placed[i] != nullptr) {
-      g.steps.push_back(std::move(*placed[i]));
-      continue;
-    }
-    const SettledStep& e = entries[i];
-    for (uint32_t d : e.deps) {
-      if (made[d]) return std::nullopt;
-    }
-    Step& st = g.steps.emplace_back();
-    st.name = e.name;
-    st.spec = e.table;
-    st.combination = e.combination;
-    st.deps.assign(e.deps.begin(), e.deps.end());
-    st.from_record = true;
-  }
+  if (!in_record_order(*expanded, entries, at, made, g.steps)) return std::nullopt;
   RecordGraph out;
   out.graph = std::move(g);
   out.tables_read = which.size();

@@ -94,6 +94,36 @@ int64_t sum_of_largest(std::vector<int64_t> values, size_t m) {
   return sum;
 }
 
+// A node that can be chosen for a request, with what it holds capped at what is asked
+// (more is no better).
+struct Candidate {
+  size_t offer;
+  int64_t tasks;
+  int64_t gpus;
+};
+
+// The tasks and GPUs of a request over the chosen candidates (indices, ascending): tasks
+// fill each node in turn, each node keeping back one task for every node after it so
+// that none is left empty (only GPUs or an exact node count can need that). nullopt
+// when they do not add up, which choose() never lets happen.
+std::optional<std::vector<Pick>> spread(const std::vector<Candidate>& cand,
+                                        const std::vector<size_t>& chosen, int64_t want_tasks,
+                                        int64_t want_gpus) {
+  std::vector<Pick> picks;
+  int64_t tasks_left = want_tasks;
+  int64_t gpus_left = want_gpus;
+  for (size_t j = 0; j < chosen.size(); ++j) {
+    const Candidate& c = cand[chosen[j]];
+    const auto after = static_cast<int64_t>(chosen.size() - j - 1);
+    Pick p{c.offer, std::min(c.tasks, tasks_left - after), std::min(c.gpus, gpus_left)};
+    tasks_left -= p.tasks;
+    gpus_left -= p.gpus;
+    picks.push_back(p);
+  }
+  if (tasks_left != 0 || gpus_left != 0) return std::nullopt;
+  return picks;
+}
+
 // Where `r` goes among `offers`, or nullopt when it does not fit them.
 //
 // A node can be chosen when it holds at least one task and the memory. Every chosen
@@ -110,11 +140,6 @@ std::optional<std::vector<Pick>> choose(const std::vector<Offer>& offers, const 
   const size_t per_task = static_cast<size_t>(r.cpus_per_task);
 
   // Candidates, with what each holds capped at what is asked (more is no better).
-  struct Candidate {
-    size_t offer;
-    int64_t tasks;
-    int64_t gpus;
-  };
   std::vector<Candidate> cand;
   for (size_t i = 0; i < offers.size(); ++i) {
     const Offer& o = offers[i];
@@ -210,21 +235,7 @@ std::optional<std::vector<Pick>> choose(const std::vector<Offer>& offers, const 
     if (chosen.size() < kmin || tasks < want_tasks || gpus < want_gpus) return std::nullopt;
   }
 
-  // Tasks fill each node in turn, each node keeping back one task for every node after
-  // it so that none is left empty (only GPUs or an exact node count can need that).
-  std::vector<Pick> picks;
-  int64_t tasks_left = want_tasks;
-  int64_t gpus_left = want_gpus;
-  for (size_t j = 0; j < chosen.size(); ++j) {
-    const Candidate& c = cand[chosen[j]];
-    const auto after = static_cast<int64_t>(chosen.size() - j - 1);
-    Pick p{c.offer, std::min(c.tasks, tasks_left - after), std::min(c.gpus, gpus_left)};
-    tasks_left -= p.tasks;
-    gpus_left -= p.gpus;
-    picks.push_back(p);
-  }
-  if (tasks_left != 0 || gpus_left != 0) return std::nullopt;  // not reached: the table said so
-  return picks;
+  return spread(cand, chosen, want_tasks, want_gpus);
 }
 
 // "1 node", "3 nodes".
