@@ -167,16 +167,16 @@ void put_key(std::string& out, std::string_view k) {
   out += "\":";
 }
 
-// One step's entry; with `as_cached`, an executed step as what try_cached() makes of
+// One step's entry; with `as_rerun`, an executed step as what try_cached() makes of
 // the row it wrote: cached, the cached reason, no times, exit code 0 (its node, cores
 // and computer are the row's provenance, which are the record's). A reused step's
 // entry is the record's, verbatim.
-void write_step(std::string& out, const StepRecord& s, bool as_cached) {
+void write_step(std::string& out, const StepRecord& s, bool as_rerun) {
   if (!s.recorded.empty()) {
     out.append(s.recorded);
     return;
   }
-  bool hit = as_cached && s.state == StepState::kExecuted;
+  bool hit = as_rerun && s.state == StepState::kExecuted;
   out += '{';
   put_key(out, "name");
   put_string(out, s.name);
@@ -268,7 +268,7 @@ void write_step(std::string& out, const StepRecord& s, bool as_cached) {
 // The steps array. Written directly rather than built as a JSON tree and dumped: for
 // a 10,000-step report the tree cost a tenth of a second. The bytes are nlohmann's
 // (report_test).
-std::string write_steps(const RunReport& r, bool as_cached, EntrySpans* spans) {
+std::string write_steps(const RunReport& r, bool as_rerun, EntrySpans* spans) {
   // Sized once, its pages asked for at once: a reused step's entry is copied as it was
   // recorded, so its size is known; 640 bytes are a fresh entry's usual size.
   size_t want = 2;
@@ -280,7 +280,7 @@ std::string write_steps(const RunReport& r, bool as_cached, EntrySpans* spans) {
   for (size_t i = 0; i < r.steps.size(); ++i) {
     if (i > 0) out += ',';
     size_t at = out.size();
-    write_step(out, r.steps[i], as_cached);
+    write_step(out, r.steps[i], as_rerun);
     if (spans) spans->emplace_back(at, out.size() - at);
   }
   out += ']';
@@ -293,9 +293,9 @@ std::string report_steps_json(const RunReport& r, EntrySpans* spans) {
   return write_steps(r, false, spans);
 }
 
-std::string step_entry_json(const StepRecord& s, bool as_cached) {
+std::string step_entry_json(const StepRecord& s, bool as_rerun) {
   std::string out;
-  write_step(out, s, as_cached);
+  write_step(out, s, as_rerun);
   return out;
 }
 

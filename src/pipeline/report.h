@@ -148,8 +148,8 @@ std::string report_json(const RunReport& r);
 // With `spans`: where each step's entry ({...}) lies in what is returned, as (offset,
 // length), in step order.
 std::string report_steps_json(const RunReport& r, EntrySpans* spans = nullptr);
-// One step's entry of that array; with `as_cached`, as settled_steps_json() writes it.
-std::string step_entry_json(const StepRecord& s, bool as_cached);
+// One step's entry of that array; with `as_rerun`, as settled_steps_json() writes it.
+std::string step_entry_json(const StepRecord& s, bool as_rerun);
 std::string report_json(const RunReport& r, std::string_view steps, bool as_object = false,
                         std::optional<size_t> settled_steps = std::nullopt,
                         const std::vector<std::string_view>& steps_changed = {});
@@ -160,11 +160,11 @@ std::string report_json(const RunReport& r, std::string_view steps, bool as_obje
 //   - a store hit: its key's row is in the store and its objects are (StepCache::lookup,
 //     step_cache.cc), the reason below;
 //   - a record reuse: its entry in the last settled record still holds, so it is not
-//     even keyed (Executor::try_reuse, executor.cc), the reason below;
+//     even keyed (RecordReuse::entry_for, record_reuse.h), the reason below;
 //   - a twin: another step of the same run had the same key and computed it once
-//     (Executor::finish_twins), "cached: the same key as '<step>', computed once …";
+//     (Executor::finish_twins, executor.cc), "cached: the same key as '<step>', computed once …";
 //   - the record's rewrite: a settled record's steps are written as the cache hits a
-//     rerun would find, each executed step as cached (step_entry_json with as_cached,
+//     rerun would find, each executed step as cached (step_entry_json with as_rerun,
 //     report.cc), the reason below;
 //   - the whole-run answer: a run answered from a settled record reports every step
 //     cached, by count (report_json with settled_steps), without a step being looked at.
