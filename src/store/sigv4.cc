@@ -1,8 +1,8 @@
 #include "store/sigv4.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <ctime>
+#include <new>
 
 #include "util/libcrypto.h"
 #include "util/sha256.h"
@@ -89,7 +89,7 @@ std::string hmac_sha256(std::string_view key, std::string_view data) {
   if (libcrypto().HMAC(libcrypto().EVP_sha256(), key.data(), static_cast<int>(key.size()),
                        reinterpret_cast<const unsigned char*>(data.data()), data.size(), out,
                        &len) == nullptr) {
-    std::abort();  // as in util/sha256.h: OpenSSL fails here only when out of memory
+    throw std::bad_alloc();  // as in util/sha256.h: OpenSSL fails here only when out of memory
   }
   return std::string(reinterpret_cast<const char*>(out), len);
 }

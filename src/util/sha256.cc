@@ -6,8 +6,8 @@
 
 #include <array>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "util/libcrypto.h"
@@ -30,13 +30,13 @@ EVP_MD_CTX* as_ctx(void* p) { return static_cast<EVP_MD_CTX*>(p); }
 
 // Allocation failure is the only way these calls fail (see the header).
 void check(int openssl_ok) {
-  if (openssl_ok != 1) std::abort();
+  if (openssl_ok != 1) throw std::bad_alloc();
 }
 
 }  // namespace
 
 Sha256::Sha256() : ctx_(libcrypto().EVP_MD_CTX_new()) {
-  if (ctx_ == nullptr) std::abort();
+  if (ctx_ == nullptr) throw std::bad_alloc();
   check(libcrypto().EVP_DigestInit_ex(as_ctx(ctx_), sha256_md(), nullptr));
 }
 
@@ -62,7 +62,7 @@ Sha256::Digest Sha256::finish() {
   Digest d{};
   unsigned int len = 0;
   check(libcrypto().EVP_DigestFinal_ex(as_ctx(ctx_), d.data(), &len));
-  if (len != d.size()) std::abort();
+  if (len != d.size()) throw std::bad_alloc();
   check(libcrypto().EVP_DigestInit_ex(as_ctx(ctx_), sha256_md(), nullptr));
   return d;
 }

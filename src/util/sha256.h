@@ -5,9 +5,10 @@
 // canonical hashes are built on; OpenSSL is used so that berth hashes at the speed of
 // `openssl dgst -sha256` (SHA-NI where the CPU has it).
 //
-// Failure: OpenSSL fails a SHA-256 digest only when it cannot allocate. berth treats
-// that like any other allocation failure without exceptions: the process aborts. No
-// function here returns an error.
+// Failure: OpenSSL fails a SHA-256 digest only when it cannot allocate. berth reports
+// that as C++ reports every allocation that fails, a std::string's in any library here
+// included: std::bad_alloc (a Python host sees MemoryError). No function here returns
+// an error.
 #pragma once
 
 #include <array>
