@@ -47,6 +47,7 @@
 #include "place/pool.h"
 #include "place/render.h"
 #include "util/env.h"
+#include "util/libcrypto.h"
 #include "util/files.h"
 #include "util/idset.h"
 #include "util/result.h"
@@ -500,6 +501,11 @@ PYBIND11_MODULE(berth, m) {
   // datastore_choice), is set there for berth alone, as main sets it for the CLI, before
   // a run can start this process's PMIx server.
   version_probe();
+  // Without libcrypto no object can be named: refused here, as an ImportError that
+  // says what is missing, rather than the process stopped at the first digest.
+  if (auto crypto = load_libcrypto(); !crypto.ok()) {
+    throw py::import_error("berth: " + crypto.error().message());
+  }
   if (auto v = wireup::PmixServer::datastore_choice(Env::from_process())) {
     Env::set_for_berth_only(v->first, v->second);
   }

@@ -4,13 +4,17 @@
 // most other commands hash nothing. The functions berth calls, declared as
 // openssl/evp.h and openssl/hmac.h declare them.
 //
-// A process that cannot load it stops: util/sha256.h promises digests that cannot fail
-// (OpenSSL fails one only when out of memory), so the only honest alternative to a
-// digest is none at all. What is missing is said first (util/say.h, fatal).
+// util/sha256.h promises digests that cannot fail (OpenSSL fails one only when out of
+// memory), so the only honest alternative to a digest is none at all: a process that
+// reaches a digest without libcrypto stops, saying what is missing (util/say.h, fatal).
+// A host that must not be stopped so — Python — asks load_libcrypto() first, and
+// refuses to load berth with its error instead.
 #pragma once
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+
+#include "util/result.h"
 
 namespace berth {
 
@@ -27,7 +31,10 @@ struct LibCrypto {
   decltype(&::HMAC) HMAC = nullptr;
 };
 
-// The loaded library (once per process; thread-safe).
+// Loads the library (once per process; thread-safe); fails naming what is missing.
+Result<void> load_libcrypto();
+
+// The loaded library; stops the process when it cannot be loaded (above).
 const LibCrypto& libcrypto();
 
 }  // namespace berth
