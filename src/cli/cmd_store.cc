@@ -78,7 +78,8 @@ int run_gc(store::ObjectStore& store, const StoreFlags& f) {
 }
 
 int run_store(const std::string& verb, const StoreFlags& f) {
-  auto store = open_store_url(f.url);
+  auto store =
+      open_store_url(f.url, verb == "put" ? StoreAbsent::kCreate : StoreAbsent::kRefuse);
   if (!store.ok()) return report(store.error().with_context("--store"));
   if (verb == "gc") return run_gc(**store, f);
   if (f.args.empty() && verb != "verify") {

@@ -1,5 +1,9 @@
 // The store a URL names, opened with the process's environment (AWS_* for s3://):
-// what `berth store`, `berth methods` share.
+// what `berth store`, `berth methods` and `berth log` share.
+//
+// Only `berth run` and `berth store put` make a store that is not there yet; every other
+// command reads one, and a store that is not there — a mistyped path — is an error
+// that names it, with nothing created, rather than an empty store that reports success.
 #pragma once
 
 #include <memory>
@@ -10,6 +14,12 @@
 
 namespace berth::cli {
 
-Result<std::unique_ptr<store::ObjectStore>> open_store_url(const std::string& url);
+enum class StoreAbsent {
+  kRefuse,  // fail (kNotFound), creating nothing
+  kCreate,  // make it, as `berth run` does
+};
+
+Result<std::unique_ptr<store::ObjectStore>> open_store_url(
+    const std::string& url, StoreAbsent absent = StoreAbsent::kRefuse);
 
 }  // namespace berth::cli

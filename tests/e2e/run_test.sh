@@ -90,4 +90,24 @@ run store get --store "file://$T/s" "$name"
 expect_eq "store get returns the bytes" "$OUT" hello
 run store get --store "file://$T/s" "sha256:$(printf '0%.0s' $(seq 64))"
 expect_eq "store get of a missing object: exit 2" "$RC" 2
+# A store that is not there is an error for every command that reads one, naming it, and
+# nothing is created (a mistyped path is not an empty store that verifies); `store put`
+# makes one, as `berth run` does.
+for cmd in "verify" "gc --dry-run" "gc" "cat rows/v1/steps/x" "get sha256:$(printf '0%.0s' $(seq 64))"; do
+  # shellcheck disable=SC2086
+  run store $cmd --store "file://$T/typo/store"
+  expect_eq "store $cmd on a missing store: exit 2" "$RC" 2
+  expect_contains "store $cmd on a missing store: names it" "$ERR" "$T/typo/store: no berth store there"
+  expect_eq "store $cmd on a missing store: nothing created" "$(ls -A "$T" | grep -c '^typo$')" 0
+done
+mkdir -p "$T/bare"
+run store verify --store "file://$T/bare"
+expect_eq "store verify on a directory that is no store: exit 2" "$RC" 2
+expect_eq "store verify on a directory that is no store: left empty" "$(ls -A "$T/bare")" ""
+# A dry run of the collector writes nothing: every file, name and byte, as it was.
+tree() { (cd "$1" && find . -type f -exec sha256sum {} + | sort && find . | sort); }
+before=$(tree "$T/q/.berth/store")
+run store gc --dry-run --store "file://$T/q/.berth/store"
+expect_eq "store gc --dry-run: exit 0" "$RC" 0
+expect_eq "store gc --dry-run leaves the store byte for byte" "$(tree "$T/q/.berth/store")" "$before"
 finish
