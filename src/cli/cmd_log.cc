@@ -27,7 +27,7 @@ int run_log(const LogFlags& f) {
   const std::string& name = f.args.back();
   // 1. The step in the last run's report: its log is an object named there.
   std::string path = last_run_path(pipeline, f.cache);
-  auto j = read_last_run(path);
+  auto j = read_last_run(path, pipeline);
   if (!j.ok()) return report(j.error().with_context("berth log"));
   const nlohmann::json* step = nullptr;
   if (j->contains("steps") && (*j)["steps"].is_array()) {

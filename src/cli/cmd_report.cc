@@ -83,7 +83,7 @@ std::map<std::string, pipeline::EmbeddedLog> logs_of(const pipeline::RunReport& 
 
 int run_report(const ReportFlags& f) {
   std::string path = last_run_path(f.pipeline);
-  auto j = read_last_run(path);
+  auto j = read_last_run(path, f.pipeline);
   if (!j.ok()) return report(j.error().with_context("berth report"));
   pipeline::RunReport r = report_of(*j);
   if (!f.html.empty()) {
@@ -127,7 +127,7 @@ struct MethodsFlags {
 };
 
 int run_methods(const MethodsFlags& f) {
-  auto j = read_last_run(last_run_path(f.pipeline));
+  auto j = read_last_run(last_run_path(f.pipeline), f.pipeline);
   if (!j.ok()) return report(j.error().with_context("berth methods"));
   std::string url =
       f.store.empty() ? "file://" + pipeline::berth_dir_for(f.pipeline) + "/store" : f.store;

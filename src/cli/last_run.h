@@ -16,8 +16,9 @@ namespace berth::cli {
 std::string last_run_path(const std::string& pipeline, const std::string& cache = "");
 
 // The report at `path`, parsed. Fails naming the file when it cannot be read, nests
-// deeper than any report does, or is not JSON.
-Result<nlohmann::json> read_last_run(const std::string& path);
+// deeper than any report does, or is not JSON; when there is none, says `pipeline`
+// has not run there yet (kNotFound).
+Result<nlohmann::json> read_last_run(const std::string& path, const std::string& pipeline);
 
 // The store a run's report names ("store": file:///x, s3://b/p (endpoint), or a worker's
 // tiered(local=…, shared=URL)) as a URL to open: the shared store's, without the

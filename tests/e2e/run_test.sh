@@ -110,4 +110,15 @@ before=$(tree "$T/q/.berth/store")
 run store gc --dry-run --store "file://$T/q/.berth/store"
 expect_eq "store gc --dry-run: exit 0" "$RC" 0
 expect_eq "store gc --dry-run leaves the store byte for byte" "$(tree "$T/q/.berth/store")" "$before"
+# Before any run, report, log and methods say so in a sentence, not as a file error.
+mkdir -p "$T/fresh"
+printf '[[step]]\nname = "a"\nrun = "echo a > {out.o}"\noutputs = ["o"]\n' >"$T/fresh/pipeline.toml"
+for cmd in "report" "log" "methods"; do
+  args=("$T/fresh/pipeline.toml")
+  [ "$cmd" = log ] && args+=(a)
+  run "$cmd" "${args[@]}"
+  expect_eq "$cmd before any run: exit 2" "$RC" 2
+  expect_contains "$cmd before any run: says it has not run" "$ERR" \
+    "$T/fresh/pipeline.toml has not run here yet: there is no report at"
+done
 finish
