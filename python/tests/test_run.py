@@ -107,6 +107,15 @@ def test_targets_run_part_of_a_pipeline(tmp_path):
         berth.run(path, targets=["nope"])
 
 
+def test_jobs_caps_the_steps_at_once_and_is_checked(tmp_path):
+    path = write(tmp_path, PIPELINE)
+    rep = berth.run(path, jobs=1)
+    assert rep.executed == 3
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(berth.BadInput, match="jobs: a whole number of steps"):
+            berth.run(path, jobs=bad)
+
+
 def test_config_overrides_reach_the_steps(tmp_path):
     path = write(tmp_path, """
 [config]

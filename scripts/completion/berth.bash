@@ -21,7 +21,7 @@ _berth_options() {
         --memory-cap --format --run --auto --count $_berth_machine_opts $_berth_alloc_opts"
       ;;
     run)
-      echo "-h --help --config --configfile --store --results --cache --worker --lease --store-patience --dry-run --fail-fast
+      echo "-h --help --config --configfile --store --results --cache --worker --lease --store-patience --dry-run --fail-fast -j --jobs
         --keep-going --no-step-output --format $_berth_machine_opts $_berth_alloc_opts"
       ;;
     report) echo "-h --help --html --store --format" ;;

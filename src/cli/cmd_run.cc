@@ -86,6 +86,7 @@ struct RunFlags {
   std::string cache;
   bool dry_run = false;
   bool fail_fast = false;
+  int jobs = 0;
   bool keep_going = false;
   bool no_step_output = false;
   std::string format = "text";
@@ -200,6 +201,7 @@ int run_pipeline(const RunFlags& f) {
   o.cache = f.cache;
   o.dry_run = f.dry_run;
   o.fail_fast = f.fail_fast && !f.keep_going;
+  o.jobs = f.jobs;
   o.worker = f.worker;
   o.lease = f.lease;
   o.store_patience = f.store_patience;
@@ -283,6 +285,9 @@ std::function<int()> setup_run(CLI::App& app) {
       ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
   app.add_flag("--fail-fast", f->fail_fast, "Stop starting steps after the first failure");
+  app.add_option("-j,--jobs", f->jobs,
+                 "Run at most N steps at once (default: as many as the pool fits)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--keep-going", f->keep_going, "Run every independent step (the default)");
   app.add_flag("--no-step-output", f->no_step_output,
                "Do not print steps' output on stderr (it is kept: berth log STEP)");

@@ -270,7 +270,8 @@ bool Executor::claim(size_t i) {
 
 void Executor::grant_queued() {
   for (auto& [shape, queue] : queued_) {
-    while (!queue.empty() && !stop_new_ && !cancelled_) {
+    while (!queue.empty() && !stop_new_ && !cancelled_ &&
+           (o_.jobs <= 0 || running_ < static_cast<size_t>(o_.jobs))) {
       size_t i = queue.front();
       auto grant = pool_.grant(request_of(g_.steps[i]));
       if (grant.ok() && !grant->has_value()) break;  // this shape waits for a release

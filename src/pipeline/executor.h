@@ -53,6 +53,9 @@ struct RunOptions {
   std::string results_dir;   // results/<step>/<output>
   bool fail_fast = false;
   bool dry_run = false;
+  // At most this many steps run at once (`berth run -j N`); 0: as many as the pool
+  // grants. A step holding a grant counts, whatever it was granted.
+  int jobs = 0;
   std::string host;          // this node's name
   // Called whenever a step starts or ends (progress), with the counts so far.
   std::function<void(const Progress&)> progress;

@@ -323,6 +323,27 @@ outputs = ["o"]
   EXPECT_EQ(r.exit_code(), 130);
 }
 
+// -j 2 on four cores: never more than two steps at once, and every step still runs.
+TEST_F(ExecutorTest, JobsCapsTheStepsInFlight) {
+  Graph g = graph(R"(
+[[step]]
+name = "s-{i}"
+foreach = { i = ["1", "2", "3", "4"] }
+run = "run {i}"
+outputs = ["o"]
+)");
+  for (const char* n : {"s-1", "s-2", "s-3", "s-4"}) runner_.outcomes[n].hold = true;
+  on_idle = [this] {
+    for (const char* n : {"s-1", "s-2", "s-3", "s-4"}) {
+      if (!runner_.key_of(n).empty()) return runner_.release(n);
+    }
+  };
+  o_.jobs = 2;
+  RunReport r = run(g, 4);
+  EXPECT_EQ(runner_.max_running, 2);
+  EXPECT_EQ(r.count(StepState::kExecuted), 4);
+}
+
 TEST_F(ExecutorTest, PlacementsAreFreedWhenProcessesEndSoOthersStart) {
   // Two cores, three one-core steps: the third starts once one of the first two ends.
   Graph g = graph(R"(

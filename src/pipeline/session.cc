@@ -638,6 +638,7 @@ RunOptions Session::State::run_options(int cancel_fd, std::optional<SettledReuse
   ro.results_dir = results_dir;
   ro.dry_run = o.dry_run;
   ro.fail_fast = o.fail_fast;
+  ro.jobs = o.jobs;
   ro.clock = o.clock;
   ro.host = place.host;
   ro.shared = shared;

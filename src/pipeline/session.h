@@ -56,6 +56,7 @@ struct SessionOptions {
   std::string cache;     // the cache directory; "" = <dir>/.berth/cache (a worker's own)
   bool dry_run = false;
   bool fail_fast = false;
+  int jobs = 0;  // at most this many steps at once (-j); 0: as many as the pool grants
   std::optional<std::string> worker;  // worker mode; "" = a generated name
   std::string lease = "10m";          // how long a worker's claim holds (spec 06)
   std::string store_patience = "3m";  // how long an outage of the store is waited out (spec 05 §9)

@@ -121,4 +121,27 @@ for cmd in "report" "log" "methods"; do
   expect_contains "$cmd before any run: says it has not run" "$ERR" \
     "$T/fresh/pipeline.toml has not run here yet: there is no report at"
 done
+# -j 1: one step at a time, though the node has cores for more. Each step notes when it
+# starts and ends; no two of those intervals overlap.
+mkdir -p "$T/j"
+cat >"$T/j/pipeline.toml" <<X
+[[step]]
+name = "s-{i}"
+foreach = { i = [1, 2, 3] }
+run = "date +%s%N > $T/j/{i}.start; sleep 0.3; date +%s%N > $T/j/{i}.end; echo {i} > {out.o}"
+outputs = ["o"]
+X
+run run "$T/j/pipeline.toml" -j 1 --format json
+expect_eq "-j 1: every step ran" "$RC $(json "j['executed']")" "0 3"
+overlaps=$(python3 - "$T/j" <<'PY'
+import sys
+d = sys.argv[1]
+spans = sorted((int(open(f"{d}/{i}.start").read()), int(open(f"{d}/{i}.end").read()))
+               for i in (1, 2, 3))
+print(sum(1 for a, b in zip(spans, spans[1:]) if b[0] < a[1]))
+PY
+)
+expect_eq "-j 1: no two steps ran at once" "$overlaps" 0
+run run "$T/j/pipeline.toml" -j 0
+expect_eq "-j 0 is refused" "$RC" 2
 finish
