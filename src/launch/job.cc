@@ -132,6 +132,9 @@ class Supervisor {
   void forward_stdin();
   void record_failure(int code, std::string message);
   void begin_abort(int code, std::string message);
+  // A rank failed with `message`: recorded (--keep-going) or the job aborted, unless
+  // it is aborting already.
+  void rank_failed(int code, std::string message);
   void escalate();
   bool all_done() const;
   void kill_all_groups(int sig);
@@ -469,12 +472,7 @@ void Supervisor::reap() {
       msg = fmt::format("rank {} ({}) on {} was reaped by another part of berth: its exit "
                         "status is unknown",
                         r.outcome.rank, str::printable(r.argv0), spec_.node);
-      if (aborting_) continue;
-      if (spec_.keep_going) {
-        record_failure(1, msg);
-      } else {
-        begin_abort(1, msg);
-      }
+      rank_failed(1, std::move(msg));
       continue;
     }
     ExitStatus s = *r.child.status();
@@ -491,26 +489,23 @@ void Supervisor::reap() {
           "rank {} ({}) on {} exited with status 0 after MPI_Init without "
           "calling MPI_Finalize",
           r.outcome.rank, str::printable(r.argv0), spec_.node);
-      if (aborting_) continue;
-      if (spec_.keep_going) {
-        record_failure(1, msg);
-      } else {
-        begin_abort(1, msg);
-      }
+      rank_failed(1, std::move(msg));
       continue;
     }
     if (s.ok()) continue;
     msg = fmt::format("rank {} ({}) on {} {}", r.outcome.rank, str::printable(r.argv0), spec_.node,
                       describe(s));
-    if (aborting_) {
-      // A rank ended by berth's own escalation is not a new failure.
-      continue;
-    }
-    if (spec_.keep_going) {
-      record_failure(s.exit_code(), msg);
-    } else {
-      begin_abort(s.exit_code(), msg);
-    }
+    rank_failed(s.exit_code(), std::move(msg));
+  }
+}
+
+void Supervisor::rank_failed(int code, std::string message) {
+  // A rank ended by berth's own escalation is not a new failure.
+  if (aborting_) return;
+  if (spec_.keep_going) {
+    record_failure(code, std::move(message));
+  } else {
+    begin_abort(code, std::move(message));
   }
 }
 

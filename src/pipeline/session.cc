@@ -109,7 +109,7 @@ struct Session::State {
   files::SharedBytes record_bytes;  // its bytes, whose step lines begin at entries_at
   size_t entries_at = 0;
   // The bytes of the record's steps object, once recorded_steps() has mapped them: the
-  // next record's overrides are made against them (publish()).
+  // next record's overrides are made against them (publish_run(), publish.h).
   files::SharedBytes previous_object;
   // What of the record still holds, and when the check began (racy inputs, index.h).
   std::optional<SettledCheck> check;
