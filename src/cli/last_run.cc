@@ -18,15 +18,7 @@ std::string last_run_path(const std::string& pipeline, const std::string& cache)
 }
 
 Result<nlohmann::json> read_last_run(const std::string& path, const std::string& pipeline) {
-  auto j = pipeline::read_run_report(path);
-  if (!j.ok() && j.error().code() == Errc::kNotFound) {
-    // Before any run there is nothing to read: said as that, not as a file error.
-    return fail(Errc::kNotFound,
-                fmt::format("{} has not run here yet: there is no report at {} (`berth run "
-                            "{}` leaves one)",
-                            pipeline, path, pipeline::shell_quote(pipeline)));
-  }
-  return j;
+  return pipeline::read_run_report(path, pipeline);
 }
 
 std::string store_url_of(const nlohmann::json& report) {

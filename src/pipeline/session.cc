@@ -40,29 +40,6 @@ namespace berth::pipeline {
 
 namespace fs = std::filesystem;
 
-std::string berth_dir_for(const std::string& pipeline_path) {
-  fs::path p = fs::absolute(pipeline_path).parent_path();
-  return (p / ".berth").string();
-}
-
-Result<nlohmann::json> read_run_report(const std::string& path) {
-  BERTH_TRY(std::string text, files::read_file(path));
-  if (str::json_deeper_than(text, kMaxReportDepth)) {
-    return fail(Errc::kInvalidInput,
-                fmt::format("{}: not a run report (nested more than {} levels deep)", path,
-                            kMaxReportDepth));
-  }
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return fail(Errc::kInvalidInput, path + ": not a run report");
-  }
-  return j;
-}
-
-Result<nlohmann::json> last_run_report(const std::string& pipeline_path) {
-  return read_run_report(berth_dir_for(pipeline_path) + "/last-run.json");
-}
-
 namespace {
 
 std::string platform() {

@@ -32,6 +32,7 @@
 #include "pipeline/config.h"
 #include "pipeline/executor.h"
 #include "pipeline/report.h"
+#include "pipeline/report_file.h"
 #include "pipeline/run_outcome.h"
 #include "place/launcher.h"
 #include "place/pool.h"
@@ -113,16 +114,5 @@ class Session {
   std::unique_ptr<State> s_;
 };
 
-// Where a pipeline keeps its state: .berth/ beside the file.
-std::string berth_dir_for(const std::string& pipeline_path);
-
-// A run report read back from `path` (spec 04 §8). Fails naming the file when it cannot
-// be read, nests deeper than any report does, or is not a JSON object.
-Result<nlohmann::json> read_run_report(const std::string& path);
-
-// The last run's report of the pipeline at `pipeline_path` (.berth/last-run.json), as
-// `berth report --format json` prints it. Fails (kNotFound) when it has not run,
-// (kInvalidInput) when the file is not a report.
-Result<nlohmann::json> last_run_report(const std::string& pipeline_path);
 
 }  // namespace berth::pipeline

@@ -13,6 +13,12 @@
 
 #include "util/shared_library.h"
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BERTH_TEST_TSAN 1
+#endif
+#endif
+
 namespace berth::wireup {
 namespace {
 
@@ -104,6 +110,12 @@ TEST(PmixServerDeathTest, RanksAreToldTheChosenDatastoreOnly) {
 // Without the choice libpmix offers its shared-memory stores too (what the case above
 // proves left out).
 TEST(PmixServerDeathTest, WithoutTheChoiceRanksAreOfferedSharedMemoryStores) {
+#if defined(__SANITIZE_THREAD__) || defined(BERTH_TEST_TSAN)
+  // Those stores, which berth never uses, race inside libpmix (its own threads on its
+  // own strings, between registering a namespace and its listener): ThreadSanitizer
+  // stops the child before it can say what it was offered.
+  GTEST_SKIP() << "libpmix's shared-memory stores race inside libpmix under ThreadSanitizer";
+#endif
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
