@@ -595,7 +595,7 @@ Result<std::optional<SettledReuse>> Session::State::reuse_from_record() {
     if (check->tools_same) reuse->same_tables = std::move(same_tables);
     // A table that finds its foreach values among the files may expand otherwise
     // from the same bytes (one value, a name without it): its steps are reused only
-    // with their recorded fingerprints, the other tables' by name as before.
+    // with their recorded fingerprints, the other tables' steps by their names.
     if (same && check->tools_same && !settled->globbed.empty()) {
       size_t n_tables = 0;
       for (const auto& e : settled->entries) n_tables = std::max<size_t>(n_tables, e.table + 1);
