@@ -269,7 +269,7 @@ std::function<int()> setup_run(CLI::App& app) {
       ->expected(1)
       ->take_all();
   app.add_option("--store", f->store, "Store URL (default file://<dir>/.berth/store)");
-  app.add_option("--results", f->results, "Results directory (default <dir>/results)");
+  app.add_option("--results", f->results, "Results directory (default <dir>/results for pipeline.toml, <dir>/results-<stem> for any other pipeline file)");
   app.add_option("--cache", f->cache,
                  "Cache directory: index, staging (default <dir>/.berth/cache, and "
                  "<dir>/.berth/cache/workers/NAME for a worker)");

@@ -13,8 +13,7 @@
 namespace berth::cli {
 
 std::string last_run_path(const std::string& pipeline, const std::string& cache) {
-  if (!cache.empty()) return cache + "/last-run.json";
-  return pipeline::berth_dir_for(pipeline) + "/last-run.json";
+  return pipeline::pipeline_dir_for(pipeline, cache) + "/last-run.json";
 }
 
 Result<nlohmann::json> read_last_run(const std::string& path, const std::string& pipeline) {

@@ -11,8 +11,8 @@
 
 namespace berth::cli {
 
-// `<dir of pipeline>/.berth/last-run.json`, or `<cache>/last-run.json` when `cache` is
-// given (a worker's, or a run with --cache).
+// The pipeline's own last-run.json (pipeline::pipeline_dir_for), in `cache` when given
+// (a worker's, or a run with --cache).
 std::string last_run_path(const std::string& pipeline, const std::string& cache = "");
 
 // The report at `path`, parsed. Fails naming the file when it cannot be read, nests

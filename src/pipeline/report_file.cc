@@ -17,6 +17,19 @@ std::string berth_dir_for(const std::string& pipeline_path) {
   return (p / ".berth").string();
 }
 
+std::string pipeline_dir_for(const std::string& pipeline_path, const std::string& cache) {
+  std::string name = std::filesystem::path(pipeline_path).filename().string();
+  std::string base = cache.empty() ? berth_dir_for(pipeline_path)
+                                   : std::filesystem::absolute(cache).string();
+  return base + "/pipelines/" + name;
+}
+
+std::string default_results_dir(const std::string& pipeline_path) {
+  std::filesystem::path p = std::filesystem::absolute(pipeline_path);
+  if (p.filename() == "pipeline.toml") return (p.parent_path() / "results").string();
+  return (p.parent_path() / ("results-" + p.stem().string())).string();
+}
+
 Result<nlohmann::json> read_run_report(const std::string& path, const std::string& pipeline) {
   auto text = files::read_file(path);
   if (!text.ok() && text.error().code() == Errc::kNotFound) {
@@ -39,7 +52,7 @@ Result<nlohmann::json> read_run_report(const std::string& path, const std::strin
 }
 
 Result<nlohmann::json> last_run_report(const std::string& pipeline_path) {
-  return read_run_report(berth_dir_for(pipeline_path) + "/last-run.json", pipeline_path);
+  return read_run_report(pipeline_dir_for(pipeline_path) + "/last-run.json", pipeline_path);
 }
 
 }  // namespace berth::pipeline

@@ -348,7 +348,7 @@ Result<void> Session::State::read_pipeline() {
   bdir = berth_dir_for(o.pipeline);
   settled_name = fs::absolute(o.pipeline).lexically_normal().string();
   url = o.store.empty() ? "file://" + bdir + "/store" : o.store;
-  results_dir = o.results.empty() ? (fs::path(bdir).parent_path() / "results").string() : o.results;
+  results_dir = o.results.empty() ? default_results_dir(o.pipeline) : o.results;
   cwd = fs::current_path().string();
   abs_results = fs::absolute(results_dir).lexically_normal().string();
   may_settle = !o.dry_run && !o.worker && o.targets.empty() && o.config.empty();
@@ -439,7 +439,9 @@ Result<void> Session::State::make_cache() {
     lock.emplace(std::move(*l));
   }
   fs::create_directories(cache + "/staging", ec);
-  report_path = (o.worker || !o.cache.empty() ? cache : bdir) + "/last-run.json";
+  std::string own = pipeline_dir_for(o.pipeline, o.worker || !o.cache.empty() ? cache : "");
+  fs::create_directories(own, ec);
+  report_path = own + "/last-run.json";
   return Ok{};
 }
 

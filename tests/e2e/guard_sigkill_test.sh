@@ -58,7 +58,7 @@ run run "$T/p/p.toml" --format json
 expect_eq "run: the next run succeeds" "$RC" 0
 expect_eq "run: the held step executes" \
   "$(json "[s['state'] for s in j['steps'] if s['name']=='held'][0]")" executed
-expect_eq "run: its result is right" "$(cat "$T/p/results/held/o")" one
+expect_eq "run: its result is right" "$(cat "$T/p/results-p/held/o")" one
 expect_eq "run: the killed run's staging is gone" \
   "$(ls "$T/p/.berth/cache/staging" | grep -c "^$pid\\." || true)" 0
 rm -f "$T/go"
@@ -74,7 +74,7 @@ killed_leaves_nothing "worker" $pid "$M-worker"
 touch "$T/go"
 run run "$T/w/p.toml" --worker=w1 --lease 4s --store "file://$T/store" --format json
 expect_eq "worker: the next run succeeds" "$RC" 0
-expect_eq "worker: its result is right" "$(cat "$T/w/results/held/o")" one
+expect_eq "worker: its result is right" "$(cat "$T/w/results-p/held/o")" one
 expect_eq "worker: the killed worker's staging is gone" \
   "$(ls "$T/w/.berth/cache/workers/w1/staging" | grep -c "^$pid\\." || true)" 0
 finish

@@ -32,9 +32,9 @@ run run p.toml
 expect_eq "both steps executed" "$RC" 0
 for impl in ompi mpich; do
   expect_eq "$impl: one job of $N ranks, allreduce right" \
-    "$(awk '{print $3, $4, $7, $8}' "$T/results/$impl/o" | sort | uniq -c | awk '{$1=$1; print}')" \
+    "$(awk '{print $3, $4, $7, $8}' "$T/results-p/$impl/o" | sort | uniq -c | awk '{$1=$1; print}')" \
     "$N of $N sum $SUM"
-  expect_eq "$impl: every rank once" "$(awk '{print $2}' "$T/results/$impl/o" | sort -n | tr '\n' ' ')" \
+  expect_eq "$impl: every rank once" "$(awk '{print $2}' "$T/results-p/$impl/o" | sort -n | tr '\n' ' ')" \
     "$(seq 0 $((N - 1)) | tr '\n' ' ')"
 done
 expect_bad_input "a step's mpi names the choices" "'mpich' is not a wire-up" run --dry-run \

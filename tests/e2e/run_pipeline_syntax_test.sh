@@ -18,8 +18,8 @@ outputs = ["o"]
 TOML
 run run sweep.toml --format json
 expect_eq "sweep: both simulations ran" "$(states)" "sim-0.1=executed sim-0.01=executed"
-expect_eq "sweep: sim-0.1 has its own rate" "$(cat results/sim-0.1/o)" "0.1"
-expect_eq "sweep: sim-0.01 has its own rate" "$(cat results/sim-0.01/o)" "0.01"
+expect_eq "sweep: sim-0.1 has its own rate" "$(cat results-sweep/sim-0.1/o)" "0.1"
+expect_eq "sweep: sim-0.01 has its own rate" "$(cat results-sweep/sim-0.01/o)" "0.01"
 expect_eq "sweep: two keys" "$(json "len({s['key'] for s in j['steps']})")" 2
 
 # Floats and booleans are values, one text each; combinations written out are one step
@@ -65,7 +65,7 @@ run run gpu.toml --format json
 expect_eq "refused: exit 1" "$RC" 1
 expect_eq "refused: states" "$(states)" "train=refused evaluate=skipped prepare=executed"
 expect_contains "refused: the reason" "$(json "j['steps'][0]['reason']")" "can never run here"
-expect_eq "refused: the rest ran" "$(cat results/prepare/o)" "ok"
+expect_eq "refused: the rest ran" "$(cat results-gpu/prepare/o)" "ok"
 
 # Names and shapes: outputs named like files, inputs staged under their own names, so
 # that a program going by the extension accepts them.
@@ -85,11 +85,11 @@ outputs = ["table.csv"]
 TOML
 run run names.toml --format json
 expect_eq "names: both ran" "$(states)" "pack=executed unpack=executed"
-expect_eq "names: the file input kept its name" "$(cat results/pack/name.txt)" "table.csv"
-expect_eq "names: gunzip took the upstream output by its .gz name" "$(cat results/unpack/table.csv)" \
+expect_eq "names: the file input kept its name" "$(cat results-names/pack/name.txt)" "table.csv"
+expect_eq "names: gunzip took the upstream output by its .gz name" "$(cat results-names/unpack/table.csv)" \
   "$(cat table.csv)"
-[[ -f results/pack/table.csv.gz ]] && ok "names: a dotted output is materialised by its name" ||
-  fail "names: results/pack holds $(ls results/pack)"
+[[ -f results-names/pack/table.csv.gz ]] && ok "names: a dotted output is materialised by its name" ||
+  fail "names: results-names/pack holds $(ls results-names/pack)"
 
 # A command: canonicaliser's script beside the pipeline is found, and keyed.
 mkdir -p scripts

@@ -61,7 +61,7 @@ expect_eq "settled: counts say nothing else happened" \
   "$(json "[j[k] for k in ('failed','skipped','refused','cancelled')] + [j['problems'], j['divergences']]")" \
   "[0, 0, 0, 0, [], []]"
 expect_eq "settled: last-run.json is this report" \
-  "$(python3 -c 'import json; print(json.load(open(".berth/last-run.json"))["settled"])')" True
+  "$(python3 -c 'import json; print(json.load(open(".berth/pipelines/pipeline.toml/last-run.json"))["settled"])')" True
 
 # The run is stored as a row whose steps are an object: every settled run shares it.
 # The newest row: its name's pid does not order runs (pids wrap), nor does its
@@ -116,12 +116,12 @@ expect_eq "edited step: result" "$(cat results/sum/o)" "$(cat results/w-1/o resu
 # Its report is the record's steps object with the entries that differ in place: the
 # report printed and last-run.json, written each their own way, are the same bytes.
 expect_eq "edited step: the report printed is last-run.json" \
-  "$(cmp "$T/out" .berth/last-run.json && echo same)" same
+  "$(cmp "$T/out" .berth/pipelines/pipeline.toml/last-run.json && echo same)" same
 # Its row names the steps a rerun reports (kept for the record, not stored again) and
 # carries the executed step's own entry: the two together are the run's steps.
 last=$(newest_run_row)
 expect_eq "edited step: the row's steps are the rerun's and the one that ran" "$(python3 - \
-  ".berth/store/rows/v1/runs/$last" .berth/store .berth/cache/settled .berth/last-run.json <<'PY'
+  ".berth/store/rows/v1/runs/$last" .berth/store .berth/cache/settled .berth/pipelines/pipeline.toml/last-run.json <<'PY'
 import json, os, sys
 row = json.load(open(sys.argv[1]))
 obj = row["steps_object"]
@@ -142,7 +142,7 @@ run run pipeline.toml --format json
 expect_eq "edited step: settles again" "$(settled) $(counts)" "True 0 executed 4 cached"
 # The settled run reports the object with the override in place, and its row says so.
 expect_eq "edited step: the settled row's steps are its report's" "$(python3 - \
-  ".berth/store/rows/v1/runs/$(newest_run_row)" .berth/store .berth/last-run.json <<'PY'
+  ".berth/store/rows/v1/runs/$(newest_run_row)" .berth/store .berth/pipelines/pipeline.toml/last-run.json <<'PY'
 import json, os, sys
 row = json.load(open(sys.argv[1]))
 obj = row["steps_object"]
@@ -162,7 +162,7 @@ expect_eq "input edited: w-2 and sum executed" "$(state w-2) $(state sum) $(stat
   "executed executed cached"
 expect_eq "input edited: result" "$(cat results/w-2/o)" two
 expect_eq "input edited: the report printed is last-run.json" \
-  "$(cmp "$T/out" .berth/last-run.json && echo same)" same
+  "$(cmp "$T/out" .berth/pipelines/pipeline.toml/last-run.json && echo same)" same
 # After a run that executed some steps and found others cached, the settled answer
 # is still the ordinary one.
 run run pipeline.toml --format json
@@ -296,7 +296,7 @@ expect_eq "index removed: settles again" "$(settled)" True
 
 # A last-run.json that is not a report (nested a hundred thousand deep): berth report
 # refuses it by name, and a run that must explain a step still runs.
-python3 -c 'print("[" * 100000)' >.berth/last-run.json
+python3 -c 'print("[" * 100000)' >.berth/pipelines/pipeline.toml/last-run.json
 run report pipeline.toml
 expect_eq "deep last-run.json: berth report refuses it" "$RC" 2
 expect_contains "deep last-run.json: says why" "$ERR" "not a run report"
@@ -309,7 +309,7 @@ expect_eq "deep last-run.json: explained from the record" \
   "input 'src' changed (data/3.txt)"
 # Without a record, the report is all there is, and it is not one.
 rm -f .berth/cache/index.sqlite*
-python3 -c 'print("[" * 100000)' >.berth/last-run.json
+python3 -c 'print("[" * 100000)' >.berth/pipelines/pipeline.toml/last-run.json
 printf 'four\n' >data/3.txt
 run run pipeline.toml --format json
 expect_eq "deep last-run.json, no record: the run goes on" "$RC $(state w-3)" "0 executed"
@@ -346,7 +346,7 @@ run run pipeline.toml --format json
 expect_eq "splice, first edit: c-1 executed, c-2 cached" "$(state c-1) $(state c-2)" \
   "executed cached"
 expect_eq "splice, first edit: the report printed is last-run.json" \
-  "$(cmp "$T/out" .berth/last-run.json && echo same)" same
+  "$(cmp "$T/out" .berth/pipelines/pipeline.toml/last-run.json && echo same)" same
 expect_eq "splice, first edit: the same steps file, one override" \
   "$(ls .berth/cache/settled/*.json) $(grep -c '^override ' .berth/cache/settled/*.record)" \
   "$steps_file 1"
@@ -357,7 +357,7 @@ expect_eq "splice, second edit: c-2 executed, c-1 reused" "$(state c-2) $(state 
   "executed cached"
 expect_eq "splice, second edit: c-1's entry is the one the first edit gave it" "$(entry c-1)" "$c1"
 expect_eq "splice, second edit: the report printed is last-run.json" \
-  "$(cmp "$T/out" .berth/last-run.json && echo same)" same
+  "$(cmp "$T/out" .berth/pipelines/pipeline.toml/last-run.json && echo same)" same
 expect_eq "splice, second edit: the same steps file, two overrides" \
   "$(ls .berth/cache/settled/*.json) $(grep -c '^override ' .berth/cache/settled/*.record)" \
   "$steps_file 2"

@@ -140,7 +140,7 @@ run store cat "rows/v1/leases/$key/1" --store "$ST"
 expect_contains "flaky: generation 1 is a release" "$OUT" '"released":true'
 run store cat "rows/v1/leases/$key/2" --store "$ST"
 expect_eq "flaky: generation 2 is the successful claim" "$RC" 0
-[[ -s $T/results/flaky/o ]] && ok "flaky: the output is there" || fail "flaky: no output"
+[[ -s $T/results-flaky/flaky/o ]] && ok "flaky: the output is there" || fail "flaky: no output"
 
 # --- Divergence: two workers compute one key at once (a worker stalled past its lease:
 # it cannot extend its claims, they expire and are taken while its steps still run).
