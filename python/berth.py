@@ -669,3 +669,10 @@ def run(pipeline, store=None, worker=None, targets=None, dry_run=False, *, resul
 def report(pipeline):
     """The last run's report of the pipeline (`berth report --format json`)."""
     return RunReport(_report(str(pipeline)))
+
+
+def runs(pipeline, store=None):
+    """The pipeline's earlier runs the store keeps, newest first (`berth runs
+    --format json`): each a Record with its id, started, host, worker, elapsed_s, nodes
+    and counts. The store is `store`, else the one the last run used."""
+    return [Record(r) for r in _runs(str(pipeline), store or "")]

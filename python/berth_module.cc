@@ -29,6 +29,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,10 +43,13 @@
 #include "cli/version.h"
 #include "launched.h"
 #include "pipeline/probe.h"
+#include "pipeline/report_file.h"
+#include "pipeline/run_history.h"
 #include "pipeline/session.h"
 #include "place/context.h"
 #include "place/pool.h"
 #include "place/render.h"
+#include "store/url.h"
 #include "util/env.h"
 #include "util/libcrypto.h"
 #include "util/files.h"
@@ -549,6 +553,26 @@ PYBIND11_MODULE(berth, m) {
         py::arg("steps_env"), py::arg("on_output"));
   m.def("_report", [](const std::string& pipeline_path) {
     return from_json(take(pipeline::last_run_report(pipeline_path)).dump());
+  });
+  // --- A pipeline's history: berth runs.
+  m.def("_runs", [](const std::string& pipeline_path, const std::string& url) {
+    auto last = pipeline::last_run_report(pipeline_path);
+    if (!last.ok() && last.error().code() != Errc::kNotFound) take(std::move(last));
+    nlohmann::json report = last.ok() ? std::move(*last) : nlohmann::json::object();
+    static const Env env = Env::from_process();
+    auto store = store::open_store_url(pipeline::run_store_url(url, report, pipeline_path),
+                                       std::filesystem::current_path().string(), env,
+                                       store::StoreAbsent::kRefuse);
+    if (!store.ok() && url.empty() && !last.ok()) take(std::move(last));  // never ran
+    auto runs = take(pipeline::list_runs(*take(std::move(store)), pipeline_path));
+    nlohmann::json out = nlohmann::json::array();
+    for (auto& r : runs) {
+      r.head["id"] = r.id;
+      r.head.erase("steps_object");
+      r.head.erase("steps_changed");
+      out.push_back(std::move(r.head));
+    }
+    return from_json(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   });
   m.def("_parse_ids", [](const std::string& text, const std::string& origin) {
     return take(place::parse_ids(text, origin));

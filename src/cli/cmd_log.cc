@@ -35,6 +35,16 @@ int run_log(const LogFlags& f) {
       if (s.is_object() && s.value("name", "") == name) step = &s;
     }
   }
+  // A step a targeted last run did not touch: as the earlier runs left it.
+  std::vector<nlohmann::json> whole;
+  if (step == nullptr && j->contains("targets")) {
+    if (auto h = open_history(f.store, pipeline, f.cache); h.ok()) {
+      whole = pipeline::whole_pipeline_steps(*h->store, *j, h->runs);
+      for (const auto& s : whole) {
+        if (s.value("name", "") == name) step = &s;
+      }
+    }
+  }
   if (step == nullptr) {
     return report(Error(Errc::kNotFound, fmt::format("berth log: the last run of {} ({}) has no "
                                                      "step '{}'",

@@ -25,7 +25,31 @@ struct ReportFlags {
   std::string html;
   std::string format = "text";
   std::string store;
+  std::string run;  // an earlier run's id (berth runs); "" the last
 };
+
+// One step of a report, as the page draws it.
+pipeline::StepRecord step_of(const nlohmann::json& s) {
+  pipeline::StepRecord rec;
+  rec.name = s.value("name", "");
+  std::string st = s.value("state", "");
+  for (auto k : {pipeline::StepState::kCached, pipeline::StepState::kExecuted,
+                 pipeline::StepState::kFailed, pipeline::StepState::kSkipped,
+                 pipeline::StepState::kRefused, pipeline::StepState::kCancelled}) {
+    if (st == pipeline::step_state_name(k)) rec.state = k;
+  }
+  rec.node = s.value("node", "");
+  rec.cores = s.value("cores", "");
+  rec.start_s = s.value("start_s", 0.0);
+  rec.end_s = s.value("end_s", 0.0);
+  rec.reason = s.value("reason", "");
+  rec.computed_by = s.value("computed_by", "");
+  rec.log = s.value("log", "");
+  rec.log_tail = s.value("log_tail", "");
+  rec.attempts = s.value("attempts", 0);
+  rec.timed_out = s.value("timed_out", false);
+  return rec;
+}
 
 // The steps of a report, as the page draws them.
 pipeline::RunReport report_of(const nlohmann::json& j) {
@@ -35,28 +59,25 @@ pipeline::RunReport report_of(const nlohmann::json& j) {
   r.elapsed_s = j.value("elapsed_s", 0.0);
   if (!j.contains("steps") || !j["steps"].is_array()) return r;
   for (const auto& s : j["steps"]) {
-    if (!s.is_object()) continue;
-    pipeline::StepRecord rec;
-    rec.name = s.value("name", "");
-    std::string st = s.value("state", "");
-    for (auto k : {pipeline::StepState::kCached, pipeline::StepState::kExecuted,
-                   pipeline::StepState::kFailed, pipeline::StepState::kSkipped,
-                   pipeline::StepState::kRefused, pipeline::StepState::kCancelled}) {
-      if (st == pipeline::step_state_name(k)) rec.state = k;
-    }
-    rec.node = s.value("node", "");
-    rec.cores = s.value("cores", "");
-    rec.start_s = s.value("start_s", 0.0);
-    rec.end_s = s.value("end_s", 0.0);
-    rec.reason = s.value("reason", "");
-    rec.computed_by = s.value("computed_by", "");
-    rec.log = s.value("log", "");
-    rec.log_tail = s.value("log_tail", "");
-    rec.attempts = s.value("attempts", 0);
-    rec.timed_out = s.value("timed_out", false);
-    r.steps.push_back(rec);
+    if (s.is_object()) r.steps.push_back(step_of(s));
   }
   return r;
+}
+
+// Where the cached steps of report `j` were computed (run_history.h), each earlier run
+// with its steps, for the page's timelines: an all-cached run still shows its steps.
+std::vector<pipeline::EarlierRun> earlier_runs(History& h, const nlohmann::json& j) {
+  std::vector<pipeline::EarlierRun> out;
+  std::map<std::string, size_t> at;
+  for (auto& [key, c] : pipeline::computing_runs(*h.store, j, h.runs)) {
+    auto [it, fresh] = at.emplace(c.run->id, out.size());
+    if (fresh) {
+      out.push_back({c.run->id, c.run->head.value("started", ""), c.run->head.value("host", ""),
+                     c.run->head.value("elapsed_s", 0.0), {}});
+    }
+    out[it->second].steps.push_back(step_of(c.entry));
+  }
+  return out;
 }
 
 // The end of every step's log that the page can hold, read from the run's store: each
@@ -82,20 +103,25 @@ std::map<std::string, pipeline::EmbeddedLog> logs_of(const pipeline::RunReport& 
 }
 
 int run_report(const ReportFlags& f) {
-  std::string path = last_run_path(f.pipeline);
-  auto j = read_last_run(path, f.pipeline);
+  // The last run's report is beside the pipeline; an earlier one, and the runs that
+  // computed what a run found cached, are read from the store's history.
+  Result<History> h = !f.run.empty() || !f.html.empty()
+                          ? open_history(f.store, f.pipeline)
+                          : Result<History>(Error(Errc::kNotFound, "not opened"));
+  if (!f.run.empty() && !h.ok()) return report(h.error().with_context("berth report"));
+  auto j = h.ok() ? chosen_report(*h, f.run, f.pipeline)
+                  : read_last_run(last_run_path(f.pipeline), f.pipeline);
   if (!j.ok()) return report(j.error().with_context("berth report"));
   pipeline::RunReport r = report_of(*j);
   if (!f.html.empty()) {
     // The page links every step to its log, embedding what it can: a store that cannot
-    // be opened costs the embedded logs, not the page.
-    auto store = open_run_store(f.store, *j, f.pipeline);
-    if (!store.ok()) {
-      std::fprintf(stderr, "berth: the page embeds no log: %s\n",
-                   store.error().message().c_str());
+    // be opened costs the embedded logs and the earlier runs, not the page.
+    if (!h.ok()) {
+      std::fprintf(stderr, "berth: the page embeds no log: %s\n", h.error().message().c_str());
     }
-    auto logs = logs_of(r, store.ok() ? store->get() : nullptr);
-    auto w = files::write_file_atomic(f.html, pipeline::report_html(r, logs));
+    auto logs = logs_of(r, h.ok() ? h->store.get() : nullptr);
+    auto earlier = h.ok() ? earlier_runs(*h, *j) : std::vector<pipeline::EarlierRun>{};
+    auto w = files::write_file_atomic(f.html, pipeline::report_html(r, logs, earlier));
     if (!w.ok()) return report(w.error());
   }
   if (f.format == "json") {
@@ -124,20 +150,20 @@ int run_report(const ReportFlags& f) {
 struct MethodsFlags {
   std::string pipeline = "pipeline.toml";
   std::string store;
+  std::string run;  // an earlier run's id; "" the last
 };
 
 int run_methods(const MethodsFlags& f) {
-  auto j = read_last_run(last_run_path(f.pipeline), f.pipeline);
+  auto h = open_history(f.store, f.pipeline);
+  if (!h.ok()) return report(h.error().with_context("berth methods"));
+  auto j = chosen_report(*h, f.run, f.pipeline);
   if (!j.ok()) return report(j.error().with_context("berth methods"));
-  std::string url =
-      f.store.empty() ? "file://" + pipeline::berth_dir_for(f.pipeline) + "/store" : f.store;
-  auto store = open_store_url(url);
-  if (!store.ok()) return report(store.error());
+  // The whole pipeline: after a targeted run, its steps and the earlier runs' others.
   std::vector<std::string> rows;
-  for (const auto& s : (*j)["steps"]) {
+  for (const auto& s : pipeline::whole_pipeline_steps(*h->store, *j, h->runs)) {
     std::string key = s.value("key", "");
     if (key.empty()) continue;
-    auto row = (*store)->get_row(store::row_address("steps", key));
+    auto row = h->store->get_row(store::row_address("steps", key));
     if (row.ok() && row->has_value()) rows.push_back(**row);
   }
   std::string text = pipeline::methods_paragraph(j->value("pipeline", ""), rows);
@@ -157,13 +183,15 @@ std::function<int()> setup_report(CLI::App& app) {
   app.add_option("--format", f->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  app.add_option("--run", f->run, "An earlier run (its id, or the start of it: berth runs)");
   return [f] { return run_report(*f); };
 }
 
 std::function<int()> setup_methods(CLI::App& app) {
   auto f = std::make_shared<MethodsFlags>();
   app.add_option("pipeline", f->pipeline, "The pipeline file")->capture_default_str();
-  app.add_option("--store", f->store, "Store URL");
+  app.add_option("--store", f->store, "Store URL (default: the one the last run used)");
+  app.add_option("--run", f->run, "An earlier run (its id, or the start of it: berth runs)");
   return [f] { return run_methods(*f); };
 }
 

@@ -33,6 +33,7 @@ std::function<int()> setup_place(CLI::App& app);
 std::function<int()> setup_launch(CLI::App& app);
 std::function<int()> setup_run(CLI::App& app);
 std::function<int()> setup_report(CLI::App& app);
+std::function<int()> setup_runs(CLI::App& app);
 std::function<int()> setup_log(CLI::App& app);
 std::function<int()> setup_methods(CLI::App& app);
 std::function<int()> setup_store(CLI::App& app);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipeline/run_history.h"
 #include "store/object_store.h"
 #include "util/result.h"
 
@@ -20,16 +21,30 @@ std::string last_run_path(const std::string& pipeline, const std::string& cache 
 // has not run there yet (kNotFound).
 Result<nlohmann::json> read_last_run(const std::string& path, const std::string& pipeline);
 
-// The store a run's report names ("store": file:///x, s3://b/p (endpoint), or a worker's
-// tiered(local=…, shared=URL)) as a URL to open: the shared store's, without the
-// endpoint note. "" when it names none.
-std::string store_url_of(const nlohmann::json& report);
-
 // The store `url` names or, when it is empty, the one the report names, else the
 // default beside the pipeline (file://<dir>/.berth/store).
 Result<std::unique_ptr<store::ObjectStore>> open_run_store(const std::string& url,
                                                            const nlohmann::json& report,
                                                            const std::string& pipeline);
+
+// A pipeline's history (pipeline/run_history.h): the store it ran against and the runs
+// of it that store keeps, newest first.
+struct History {
+  std::unique_ptr<store::ObjectStore> store;
+  std::vector<pipeline::RunEntry> runs;
+  nlohmann::json last;  // the last run's report beside the pipeline; null when none
+};
+
+// The history of `pipeline` in the store `url` names or, when it is empty, the one its
+// last run used, else the default beside it. A pipeline that has not run is not an
+// error here: `last` is then null.
+Result<History> open_history(const std::string& url, const std::string& pipeline,
+                             const std::string& cache = "");
+
+// The report a command answers for: run `which` of the history (read back from the
+// store), or with `which` empty the last run's report beside the pipeline.
+Result<nlohmann::json> chosen_report(History& h, const std::string& which,
+                                     const std::string& pipeline, const std::string& cache = "");
 
 // The command that prints step `step`'s log: "berth log STEP", with the pipeline
 // named (shell-quoted) unless it is the default pipeline.toml.

@@ -10,15 +10,15 @@
 #include <string>
 
 #include "store/object_store.h"
+#include "store/url.h"
 #include "util/result.h"
 
 namespace berth::cli {
 
-enum class StoreAbsent {
-  kRefuse,  // fail (kNotFound), creating nothing
-  kCreate,  // make it, as `berth run` does
-};
+using store::StoreAbsent;
 
+// store::open_store_url() relative to the working directory, with the process's
+// environment.
 Result<std::unique_ptr<store::ObjectStore>> open_store_url(
     const std::string& url, StoreAbsent absent = StoreAbsent::kRefuse);
 

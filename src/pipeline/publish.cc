@@ -1,5 +1,6 @@
 // Publishing a run (publish.h).
 #include "pipeline/publish.h"
+#include "pipeline/run_history.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -35,8 +36,7 @@ Result<std::string> store_report(const RunReport& r, std::string steps_object,
     BERTH_TRY(steps_object, shared.put_object(bytes));
     steps_changed.clear();
   }
-  auto addr = store::row_address(
-      "runs", fmt::format("{}-{}{}", r.started, r.worker.empty() ? "" : r.worker + "-", getpid()));
+  auto addr = store::row_address("runs", r.run);
   BERTH_CHECK(
       shared.put_row(addr, report_json(r, steps_object, true, settled_steps, steps_changed)));
   return steps_object;
@@ -420,8 +420,20 @@ void Publisher::keep_record(RunReport& rep,
   }
 }
 
+namespace {
+// What a report says of where it came from (run_history.h): its id, the pipeline's
+// path, the host, the targets.
+void name_the_run(RunReport& rep, const PublishPlace& place) {
+  rep.run = run_id(rep.started, rep.worker, getpid());
+  rep.pipeline_path = place.settled_name;
+  rep.host = place.host;
+  rep.targets = place.targets;
+}
+}  // namespace
+
 ReportText publish_run(RunReport& rep, bool record_settled, const PreviousRecord& previous,
                        const PublishPlace& place) {
+  name_the_run(rep, place);
   return Publisher(previous, place).publish(rep, record_settled);
 }
 
@@ -448,6 +460,7 @@ std::optional<RunOutcome> publish_settled(PreviousRecord& previous, const Publis
   header.store = place.store->describe();
   header.started = started;
   header.notices = place.store->notices();
+  name_the_run(header, place);
   // A steps file whose bytes are not the object's is not used: checked when the object
   // must be stored again, before anything is written.
   std::string steps_object = settled->steps_object;

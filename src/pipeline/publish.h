@@ -44,6 +44,8 @@ struct PublishPlace {
   std::string cache;                     // the cache directory: settled/ lies in it
   std::string report_path;               // last-run.json
   std::string settled_name;              // the record's name: the pipeline's absolute path
+  std::string host;                      // where berth runs
+  std::vector<std::string> targets;      // a targeted run's targets (spec 04 §8.1)
   // settled_context() and settled_base() of this run, made only when a record is kept
   // (the context holds the pipeline file's bytes).
   std::function<std::string()> context;

@@ -1,4 +1,5 @@
 // The run report as JSON (spec 04 §8).
+#include <algorithm>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -87,14 +88,31 @@ constexpr StepState kCounted[] = {StepState::kExecuted, StepState::kCached, Step
                                   StepState::kSkipped,  StepState::kRefused, StepState::kCancelled};
 
 // Every field but the steps.
+// The nodes the run's steps ran on, each once, in the order first seen.
+std::vector<std::string> nodes_used(const RunReport& r) {
+  std::vector<std::string> out;
+  for (const auto& s : r.steps) {
+    if (!s.recorded.empty() || s.state == StepState::kCached) continue;
+    for (auto n : str::split(s.node, ',')) {
+      if (!n.empty() && std::find(out.begin(), out.end(), n) == out.end()) out.emplace_back(n);
+    }
+  }
+  return out;
+}
+
 json head_of(const RunReport& r, std::optional<size_t> settled_steps) {
   json j;
   j["version"] = 1;
   j["pipeline"] = r.pipeline;
   j["store"] = r.store;
   j["started"] = r.started;
+  if (!r.run.empty()) j["run"] = r.run;
+  if (!r.pipeline_path.empty()) j["pipeline_path"] = r.pipeline_path;
+  if (!r.host.empty()) j["host"] = r.host;
+  if (!r.targets.empty()) j["targets"] = r.targets;
   if (!r.worker.empty()) j["worker"] = r.worker;
   j["elapsed_s"] = r.elapsed_s;
+  if (std::vector<std::string> nodes = nodes_used(r); !nodes.empty()) j["nodes"] = nodes;
   for (StepState s : kCounted) {
     j[step_state_name(s)] = !settled_steps            ? r.count(s)
                             : s == StepState::kCached ? static_cast<int>(*settled_steps)

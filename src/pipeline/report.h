@@ -90,6 +90,12 @@ struct RunReport {
   std::string worker;   // worker mode: this worker's name
   std::string started;  // ISO-8601 UTC
   double elapsed_s = 0;
+  // Set when the run is published (publish.h): its id (run_history.h), the pipeline
+  // file's absolute path, the host berth ran on, and the targets a targeted run named.
+  std::string run;
+  std::string pipeline_path;
+  std::string host;
+  std::vector<std::string> targets;
   std::vector<StepRecord> steps;  // graph order
   std::vector<Divergence> divergences;
   std::vector<std::string> problems;  // corrupt objects found, and the like
@@ -204,6 +210,14 @@ struct EmbeddedLog {
 };
 inline constexpr size_t kHtmlLogBytes = 64 * 1024;  // embedded per step, at most
 inline constexpr size_t kHtmlLogsBytes = 8 << 20;   // embedded per page, at most
-std::string report_html(const RunReport& r, const std::map<std::string, EmbeddedLog>& logs = {});
+// An earlier run that computed some of the steps a run found cached (run_history.h):
+// the page draws its timeline too, so that an all-cached run still shows its steps.
+struct EarlierRun {
+  std::string id, started, host;
+  double elapsed_s = 0;
+  std::vector<StepRecord> steps;  // the steps it computed, as its report has them
+};
+std::string report_html(const RunReport& r, const std::map<std::string, EmbeddedLog>& logs = {},
+                        const std::vector<EarlierRun>& earlier = {});
 
 }  // namespace berth::pipeline

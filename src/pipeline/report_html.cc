@@ -35,19 +35,28 @@ std::string pre_text(std::string_view text) {
   return out;
 }
 
-// The run's data for the script. '<' is written \u003c so that no step name or
+// The run's data for the script, and the earlier runs' that computed its cached steps. '<' is written \u003c so that no step name or
 // reason can end the script element ("</script>") early; '<' occurs in JSON only
 // inside strings, where the escape means the same character.
-std::string data_block(const RunReport& r) {
+json steps_data(const std::vector<StepRecord>& steps) {
+  json out = json::array();
+  for (const auto& s : steps) {
+    out.push_back({{"name", s.name}, {"state", step_state_name(s.state)}, {"node", s.node},
+                   {"cores", s.cores}, {"start_s", s.start_s}, {"end_s", s.end_s},
+                   {"exit_code", s.exit_code}, {"reason", s.reason}});
+  }
+  return out;
+}
+
+std::string data_block(const RunReport& r, const std::vector<EarlierRun>& earlier) {
   json j;
   j["pipeline"] = r.pipeline;
   j["started"] = r.started;
   j["elapsed_s"] = r.elapsed_s;
-  j["steps"] = json::array();
-  for (const auto& s : r.steps) {
-    j["steps"].push_back({{"name", s.name}, {"state", step_state_name(s.state)},
-                          {"node", s.node}, {"cores", s.cores}, {"start_s", s.start_s},
-                          {"end_s", s.end_s}, {"exit_code", s.exit_code}, {"reason", s.reason}});
+  j["steps"] = steps_data(r.steps);
+  j["earlier"] = json::array();
+  for (const auto& e : earlier) {
+    j["earlier"].push_back({{"run", e.id}, {"elapsed_s", e.elapsed_s}, {"steps", steps_data(e.steps)}});
   }
   std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
   std::string out;
@@ -69,8 +78,8 @@ std::string data_block(const RunReport& r) {
 // its core. A bar is at least 1 px wide and kept inside the plot.
 constexpr std::string_view kScript = R"JS(
 (function () {
-  var run = JSON.parse(document.getElementById("berth-run").textContent);
-  var svg = document.getElementById("timeline");
+var run = JSON.parse(document.getElementById("berth-run").textContent);
+function draw(svg, steps, elapsed) {
   var NS = "http://www.w3.org/2000/svg";
   var LABEL = 150, PLOT = 800, LANE = 22, TOP = 24, PAD = 30;
   function cores(text) {  // "0-1,4" -> [0, 1, 4]
@@ -83,7 +92,7 @@ constexpr std::string_view kScript = R"JS(
     });
     return out;
   }
-  var drawn = run.steps.filter(function (s) {
+  var drawn = steps.filter(function (s) {
     return (s.state === "executed" || s.state === "failed" || s.state === "cancelled") &&
         s.node !== "" && cores(s.cores).length > 0;
   });
@@ -98,7 +107,7 @@ constexpr std::string_view kScript = R"JS(
     return a.node < b.node ? -1 : a.node > b.node ? 1 : a.core - b.core;
   });
   lanes.forEach(function (l, i) { index[l.key] = i; });
-  var end = run.elapsed_s;
+  var end = elapsed;
   drawn.forEach(function (s) { end = Math.max(end, s.end_s); });
   end = Math.max(end, 1e-3);
   var width = LABEL + PLOT + PAD, height = TOP + lanes.length * LANE + PAD;
@@ -140,6 +149,11 @@ constexpr std::string_view kScript = R"JS(
     });
   });
   svg.setAttribute("data-rendered", String(drawn.length));
+}
+draw(document.getElementById("timeline"), run.steps, run.elapsed_s);
+run.earlier.forEach(function (e, i) {
+  draw(document.getElementById("timeline-earlier-" + i), e.steps, e.elapsed_s);
+});
 })();
 )JS";
 
@@ -167,7 +181,25 @@ section.log h3 { font-size: 1em; margin: 1em 0 0.3em; }
 
 }  // namespace
 
-std::string report_html(const RunReport& r, const std::map<std::string, EmbeddedLog>& logs) {
+// A timeline for each earlier run that computed some of the cached steps: headed by
+// the run (berth runs names it), drawn by the script like this run's.
+std::string earlier_timelines(const std::vector<EarlierRun>& earlier) {
+  std::string out;
+  for (size_t i = 0; i < earlier.size(); ++i) {
+    const EarlierRun& e = earlier[i];
+    out += fmt::format(
+        "<h3 class=\"earlier\">Computed by run {0}{1}{2}: {3} of the cached steps</h3>\n"
+        "<svg id=\"timeline-earlier-{4}\" class=\"earlier\" data-run=\"{0}\" "
+        "xmlns=\"http://www.w3.org/2000/svg\" width=\"960\" height=\"40\" role=\"img\" "
+        "aria-label=\"steps of run {0} on cores over time\"></svg>\n",
+        str::xml_escape(e.id), e.started.empty() ? "" : ", started " + str::xml_escape(e.started),
+        e.host.empty() ? "" : " on " + str::xml_escape(e.host), e.steps.size(), i);
+  }
+  return out;
+}
+
+std::string report_html(const RunReport& r, const std::map<std::string, EmbeddedLog>& logs,
+                        const std::vector<EarlierRun>& earlier) {
   // Text and attribute values are escaped as for XML (str::xml_escape): HTML5 defines the
   // same five entities, and the page needs no rule XML does not have.
   //
@@ -240,7 +272,7 @@ std::string report_html(const RunReport& r, const std::map<std::string, Embedded
       "width=\"960\" height=\"40\" role=\"img\" aria-label=\"steps on cores over time\"></svg>\n"
       "<noscript><p>The timeline is drawn by a script; the table below has the same "
       "times.</p></noscript>\n"
-      "<p id=\"cached\">{3}</p>\n"
+      "<p id=\"cached\">{3}</p>\n{8}"
       "<h2>Steps</h2>\n<table id=\"steps\"><thead><tr><th>step</th><th>state</th><th>node</th>"
       "<th>cores</th><th>start (s)</th><th>end (s)</th><th>duration (s)</th><th>reason</th>"
       "<th>log</th></tr></thead><tbody>\n{4}</tbody></table>\n"
@@ -248,8 +280,8 @@ std::string report_html(const RunReport& r, const std::map<std::string, Embedded
       "<script type=\"application/json\" id=\"berth-run\">{5}</script>\n"
       "<script>{6}</script>\n</body></html>\n",
       str::xml_escape(r.pipeline), kStyle, summary,
-      cached.empty() ? "" : "Cached (not run this time): " + cached, rows, data_block(r), kScript,
-      sections.empty() ? "" : "<h2>Logs</h2>\n" + sections);
+      cached.empty() ? "" : "Cached (not run this time): " + cached, rows, data_block(r, earlier), kScript,
+      sections.empty() ? "" : "<h2>Logs</h2>\n" + sections, earlier_timelines(earlier));
 }
 
 }  // namespace berth::pipeline

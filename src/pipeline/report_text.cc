@@ -2,6 +2,8 @@
 #include "pipeline/report_text.h"
 
 #include <fcntl.h>
+
+#include <filesystem>
 #include <sys/sendfile.h>
 #include <unistd.h>
 
@@ -60,9 +62,12 @@ Result<void> write_pieces_to(int out, std::string_view head, std::string_view st
   return files::write_all(out, kReportTail.data(), kReportTail.size(), what);
 }
 
-// Whatever `write` puts into a temporary file beside `path`, renamed over it.
+// Whatever `write` puts into a temporary file beside `path`, renamed over it; the
+// directory made first (a pipeline's own, on its first run: report_file.h).
 template <typename Write>
 Result<void> replace_file(const std::string& path, const Write& write) {
+  std::error_code ec;
+  std::filesystem::create_directories(files::parent_dir(path), ec);
   std::string tmp;
   BERTH_TRY(files::Fd fd, files::create_temp(files::parent_dir(path), 0644, &tmp));
   files::TempGuard guard{tmp};

@@ -109,9 +109,7 @@ struct Session::State {
 
   State(SessionOptions opts, SessionPlace pl, const Env& e, SessionSinks s)
       : o(std::move(opts)), place(std::move(pl)), env(e), sinks(std::move(s)) {}
-  void say(const std::string& m) const {
-    if (sinks.say) sinks.say(m);
-  }
+  void say(const std::string& m) const { if (sinks.say) sinks.say(m); }
   const Clock& clock() const { return o.clock != nullptr ? *o.clock : Clock::real(); }
   std::string context() const {
     return settled_context(o.engine_version, cwd, settled_name, text, url, abs_results);
@@ -124,10 +122,9 @@ struct Session::State {
   Result<std::optional<SettledReuse>> reuse_from_record();
   RunOptions run_options(int cancel_fd, std::optional<SettledReuse> reuse);
   void note_store_waits(RunReport& rep) const;
-  // Session::open's steps (session.h): the file read and its paths made; the settled
-  // record this context (or its base) left, if any; worker mode checked and named; the
-  // pool; the cache directory; the store (opened from the URL: open_patient_store());
-  // the index.
+  // Session::open's steps (session.h): the file read, its paths made; the settled record
+  // this context (or its base) left, if any; worker mode checked and named; the pool; the
+  // cache directory; the store (opened from the URL: open_patient_store()); the index.
   Result<void> read_pipeline();
   void find_record();
   Result<void> worker_mode();
@@ -189,6 +186,8 @@ struct Session::State {
     p.cache = cache;
     p.report_path = report_path;
     p.settled_name = settled_name;
+    p.host = place.host;
+    p.targets = o.targets;
     p.context = [this] { return context(); };
     p.base = [this] { return base(); };
     p.tables = tables;
@@ -439,9 +438,8 @@ Result<void> Session::State::make_cache() {
     lock.emplace(std::move(*l));
   }
   fs::create_directories(cache + "/staging", ec);
-  std::string own = pipeline_dir_for(o.pipeline, o.worker || !o.cache.empty() ? cache : "");
-  fs::create_directories(own, ec);
-  report_path = own + "/last-run.json";
+  report_path =
+      pipeline_dir_for(o.pipeline, o.worker || !o.cache.empty() ? cache : "") + "/last-run.json";
   return Ok{};
 }
 

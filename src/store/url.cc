@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "store/file_store.h"
+#include "util/files.h"
 #include "store/s3_store.h"
 #include "util/strings.h"
 
@@ -110,6 +111,23 @@ Result<std::unique_ptr<ObjectStore>> open_store(const StoreUrl& url, const Env& 
   }
   BERTH_TRY(auto fs, FileStore::open(url.path));
   return std::unique_ptr<ObjectStore>(std::move(fs));
+}
+
+Result<std::unique_ptr<ObjectStore>> open_store_url(std::string_view url,
+                                                    std::string_view base_dir, const Env& env,
+                                                    StoreAbsent absent) {
+  BERTH_TRY(StoreUrl u, parse_store_url(url, base_dir));
+  // A file store is one once its FORMAT file is published (spec 05 §2): a directory
+  // without it, or no directory, is no store yet. (An s3:// bucket is never created:
+  // one that is not there fails at the first request.)
+  if (absent == StoreAbsent::kRefuse && u.scheme == StoreUrl::Scheme::kFile &&
+      !files::exists(u.path + "/FORMAT")) {
+    return fail(Errc::kNotFound,
+                fmt::format("{}: no berth store there (nothing was created; `berth run` makes "
+                            "the store it names, `berth store put` too)",
+                            url));
+  }
+  return open_store(u, env);
 }
 
 }  // namespace berth::store

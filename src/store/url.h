@@ -41,4 +41,18 @@ Result<StoreUrl> parse_store_url(std::string_view url, std::string_view base_dir
 // S3Store for s3://, configured from `env` (credentials, endpoint, region: s3_store.h).
 Result<std::unique_ptr<ObjectStore>> open_store(const StoreUrl& url, const Env& env);
 
+// What opening a store that is not there does. Only `berth run` and `berth store put`
+// make a store; every other reader takes a store that is not there — a mistyped path —
+// as an error that names it, with nothing created, never as an empty store.
+enum class StoreAbsent {
+  kRefuse,  // fail (kNotFound), creating nothing
+  kCreate,  // make it, as `berth run` does
+};
+
+// parse_store_url() then open_store(), a file:// store that is not there (no FORMAT,
+// spec 05 §2) refused or made as `absent` says.
+Result<std::unique_ptr<ObjectStore>> open_store_url(std::string_view url,
+                                                    std::string_view base_dir, const Env& env,
+                                                    StoreAbsent absent);
+
 }  // namespace berth::store
