@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "cli/last_run.h"
+#include "cli/read_back.h"
 #include "cli/store_url.h"
 #include "pipeline/methods.h"
 #include "pipeline/report.h"
@@ -127,21 +128,9 @@ struct MethodsFlags {
 };
 
 int run_methods(const MethodsFlags& f) {
-  auto j = read_last_run(last_run_path(f.pipeline), f.pipeline);
-  if (!j.ok()) return report(j.error().with_context("berth methods"));
-  std::string url =
-      f.store.empty() ? "file://" + pipeline::berth_dir_for(f.pipeline) + "/store" : f.store;
-  auto store = open_store_url(url);
-  if (!store.ok()) return report(store.error());
-  std::vector<std::string> rows;
-  for (const auto& s : (*j)["steps"]) {
-    std::string key = s.value("key", "");
-    if (key.empty()) continue;
-    auto row = (*store)->get_row(store::row_address("steps", key));
-    if (row.ok() && row->has_value()) rows.push_back(**row);
-  }
-  std::string text = pipeline::methods_paragraph(j->value("pipeline", ""), rows);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  auto text = methods_text(f.pipeline, f.store);
+  if (!text.ok()) return report(text.error().with_context("berth methods"));
+  std::fwrite(text->data(), 1, text->size(), stdout);
   return kExitOk;
 }
 
