@@ -29,8 +29,8 @@ _berth_options() {
     methods) echo "-h --help --store" ;;
     store)
       case $2 in
-        get) echo "-h --help --store -o --out" ;;
-        put | verify | cat) echo "-h --help --store" ;;
+        get) echo "-h --help --store --pipeline -o --out" ;;
+        put | verify | cat) echo "-h --help --store --pipeline" ;;
         gc) echo "-h --help --store --keep-runs --pipeline --grace --dry-run" ;;
         *) echo "-h --help" ;;
       esac
@@ -96,7 +96,9 @@ _berth_value() {
     --stdin) _berth_words "0 all none" "$cur" ;;
     --mpi) _berth_words "auto pmix pmi1 pmi2 none" "$cur" ;;
     --sysfs-root | --wdir | --output-dir | --cache | --results) _berth_dirs "$cur" ;;
-    --env-file | --hostfile | --default-hostfile | --flux-r | --html | -o | --out) _berth_files "$cur" ;;
+    --env-file | --hostfile | --default-hostfile | --flux-r | --html | -o | --out | --pipeline)
+      _berth_files "$cur"
+      ;;
     *) COMPREPLY=() ;; # a number, a list, a name or a URL: nothing to offer
   esac
 }
@@ -210,7 +212,7 @@ _berth() {
   fi
   case $sub in
     launch | place) _berth_command "$cur" ;;
-    store) [[ $verb == put ]] && _berth_files "$cur" ;;
+    store) [[ $verb == put || $verb == gc ]] && _berth_files "$cur" ;; # files; gc's pipeline
     *) _berth_files "$cur" ;; # a pipeline file
   esac
   return 0

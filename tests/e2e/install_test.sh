@@ -91,6 +91,7 @@ fi
 
 # Only those (and the machine descriptions src/topo installs): no libraries, no headers.
 others=$(cd "$P" && find . -type f ! -path ./bin/berth ! -path ./share/man/man1/berth.1 \
+  ! -path ./share/man/man5/berth-pipeline.5 \
   ! -path ./share/bash-completion/completions/berth ! -path './share/berth/machines/*' \
   ! -path "./${module#"$P/"}" | sort)
 expect_eq "nothing else is installed" "$others" ""
