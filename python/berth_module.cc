@@ -39,10 +39,13 @@
 
 #include "alloc/display.h"
 #include "berth_py.h"  // kBerthPy: python/berth.py, embedded (embed.cmake)
+#include "cli/read_back.h"
+#include "cli/store_url.h"
 #include "cli/version.h"
 #include "launched.h"
 #include "pipeline/probe.h"
 #include "pipeline/session.h"
+#include "pipeline/store_verify.h"
 #include "place/context.h"
 #include "place/pool.h"
 #include "place/render.h"
@@ -549,6 +552,44 @@ PYBIND11_MODULE(berth, m) {
         py::arg("steps_env"), py::arg("on_output"));
   m.def("_report", [](const std::string& pipeline_path) {
     return from_json(take(pipeline::last_run_report(pipeline_path)).dump());
+  });
+  // What a run left, read back as the CLI prints it (cli/read_back.h), and a store's
+  // objects verified (pipeline/store_verify.h): berth.log, berth.methods,
+  // berth.store_verify. The GIL is released while the store is read.
+  m.def("_log", [](const std::string& pipeline_path, const std::string& step,
+                   const std::string& store, const std::string& cache) {
+    std::optional<Result<std::string>> got;
+    {
+      py::gil_scoped_release unlocked;
+      got.emplace(cli::step_log(pipeline_path, step, store, cache));
+    }
+    std::string bytes = take(std::move(*got));
+    return py::bytes(bytes);
+  });
+  m.def("_methods", [](const std::string& pipeline_path, const std::string& store) {
+    std::optional<Result<std::string>> got;
+    {
+      py::gil_scoped_release unlocked;
+      got.emplace(cli::methods_text(pipeline_path, store));
+    }
+    return take(std::move(*got));
+  });
+  m.def("_pipeline_store", &cli::pipeline_store_url);
+  m.def("_store_verify", [](const std::string& url, const std::vector<std::string>& names) {
+    std::optional<Result<pipeline::StoreCheck>> got;
+    {
+      py::gil_scoped_release unlocked;
+      auto store = cli::open_store_url(url);
+      if (!store.ok()) {
+        got.emplace(store.error());
+      } else {
+        got.emplace(pipeline::verify_store(**store, names));
+      }
+    }
+    pipeline::StoreCheck check = take(std::move(*got));
+    py::list out;
+    for (const auto& o : check.objects) out.append(py::make_tuple(o.name, o.ok));
+    return out;
   });
   m.def("_parse_ids", [](const std::string& text, const std::string& origin) {
     return take(place::parse_ids(text, origin));
