@@ -11,7 +11,8 @@ Every function reads what the CLI reads and answers what it prints: allocation()
 `berth alloc --format json`, machine() is `berth machine --format json`,
 parallel_command() is `berth place --format json`, run() is `berth run --format json`,
 report() is `berth report --format json` — as objects whose fields are the JSON's
-(to_dict() gives the JSON itself). The CLI's seams are keyword arguments: env= (a
+(to_dict() gives the JSON itself); log() and methods() are the text `berth log` and
+`berth methods` print, store_verify() what `berth store verify` finds. The CLI's seams are keyword arguments: env= (a
 mapping read instead of os.environ, as --env-file is), machine=, sysfs_root=,
 affinity=, slurm_version=, launcher=, and hosts=, hostfile=, simulate=.
 

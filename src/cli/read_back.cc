@@ -39,12 +39,12 @@ Result<std::string> step_log(const std::string& pipeline, const std::string& nam
     std::string state = step->value("state", "");
     return fail(
         Errc::kNotFound,
-        fmt::format("step '{}' has no log: it {} in the last run of {}{}", str::printable(name),
-                    state == "skipped" || state == "refused" ? "was " + state + " and never ran"
-                                                             : "was " + state,
-                    pipeline,
-                    state == "cached" ? " and its row, written before logs were kept, names none"
-                                      : ""));
+        fmt::format(
+            "step '{}' has no log: it {} in the last run of {}{}", str::printable(name),
+            state == "skipped" || state == "refused" ? "was " + state + " and never ran"
+                                                     : "was " + state,
+            pipeline,
+            state == "cached" ? " and its row, written before logs were kept, names none" : ""));
   }
   // 2. The object, verified, from the store the run used.
   BERTH_TRY(auto store, open_run_store(store_url, j, pipeline));

@@ -18,8 +18,7 @@ Result<std::vector<std::string>> row_objects(store::ObjectStore& store,
     auto row = store.get_row(a);
     if (!row.ok() || !row->has_value()) continue;
     auto j = nlohmann::json::parse(**row, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("outputs") ||
-        !j["outputs"].is_object()) {
+    if (j.is_discarded() || !j.is_object() || !j.contains("outputs") || !j["outputs"].is_object()) {
       continue;
     }
     for (auto& [k, v] : j["outputs"].items()) {

@@ -35,8 +35,9 @@ TEST(StoreVerify, ChecksOnlyTheNamedObjectsWhenGiven) {
   store::MemoryStore s;
   auto a = s.put_object("a");
   ASSERT_TRUE(a.ok());
-  ASSERT_TRUE(s.put_row(store::row_address("steps", "k"), row_naming("sha256:" + std::string(64, '1')))
-                  .ok());
+  ASSERT_TRUE(
+      s.put_row(store::row_address("steps", "k"), row_naming("sha256:" + std::string(64, '1')))
+          .ok());
   auto r = verify_store(s, {*a});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->objects.size(), 1u);
