@@ -2,7 +2,8 @@
 # berth store and the store it works on (spec 05): with a pipeline (--pipeline P, or
 # gc's argument) the one `berth run P` uses; with neither --store nor a pipeline,
 # pipeline.toml's here; the store chosen is named on stderr; a missing one is an error
-# with nothing created; gc --dry-run leaves the store exactly as it was, times included.
+# with nothing created; gc --dry-run and run --dry-run leave the store exactly as it
+# was, times included.
 . "$(dirname "$0")/common.sh"
 copy_quickstart "$T/q"
 cd "$T"
@@ -67,6 +68,12 @@ run store gc --dry-run --store "file://$STORE"
 expect_eq "gc --dry-run --store: exit 0" "$RC" 0
 expect_eq "gc --dry-run --store leaves the store identical, times included" \
   "$(snapshot "$STORE")" "$before"
+# A dry run of the pipeline, with a step that would run, leaves the store as it was too.
+echo more >>q/data/a.txt
+run run q/pipeline.toml --dry-run
+expect_eq "run --dry-run with a changed input: exit 0" "$RC" 0
+expect_contains "run --dry-run with a changed input: count-a would run" "$OUT" "count-a"
+expect_eq "run --dry-run leaves the store identical, times included" "$(snapshot "$STORE")" "$before"
 # The snapshot sees a change: a real collection of everything unkept changes it.
 run store gc --keep-runs 0 --grace 0 q/pipeline.toml
 expect_eq "gc PIPELINE: exit 0" "$RC" 0
