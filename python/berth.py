@@ -11,7 +11,8 @@ Every function reads what the CLI reads and answers what it prints: allocation()
 `berth alloc --format json`, machine() is `berth machine --format json`,
 parallel_command() is `berth place --format json`, run() is `berth run --format json`,
 report() is `berth report --format json` — as objects whose fields are the JSON's
-(to_dict() gives the JSON itself). The CLI's seams are keyword arguments: env= (a
+(to_dict() gives the JSON itself); log() and methods() are the text `berth log` and
+`berth methods` print, store_verify() what `berth store verify` finds. The CLI's seams are keyword arguments: env= (a
 mapping read instead of os.environ, as --env-file is), machine=, sysfs_root=,
 affinity=, slurm_version=, launcher=, and hosts=, hostfile=, simulate=.
 
@@ -24,6 +25,7 @@ the names starting with an underscore that it calls are the native layer
 """
 
 import copy as _copy
+import numbers as _numbers
 import os as _os
 import subprocess as _subprocess
 import time as _time
@@ -33,6 +35,7 @@ __all__ = [
     "Record", "Allocation", "Machine", "ParallelCommand", "RunReport",
     "Placement", "Pool", "NotNow", "NOT_NOW", "NeverFits",
     "allocation", "machine", "parallel_command", "run", "report",
+    "log", "methods", "store_verify", "StoreCheck",
 ]
 
 
@@ -188,8 +191,15 @@ class ParallelCommand(Record):
         outlives it), and known to berth's guard, so that it ends when this process
         ends however that ends. The arguments berth does not honour (preexec_fn,
         pass_fds, executable, user, group, extra_groups, umask, start_new_session,
-        process_group) are refused as BadInput."""
+        process_group) are refused as BadInput; a launch of more than one task on the
+        local launcher, which starts one process, is refused as PlacementRefused."""
         argv = list(self._data.get("argv", [])) + [str(a) for a in args]
+        # The local launcher starts one process: a launch of several tasks would run
+        # once, not as asked. Refused as `berth place --auto` refuses it (place/render.cc).
+        tasks = self._data.get("tasks", 1)
+        if self._data.get("launcher", {}).get("kind") == "local" and tasks != 1:
+            raise PlacementRefused(f"the local launcher starts one process, not {tasks} tasks",
+                                   "refused")
         if not argv:
             raise BadInput("no command to launch: give args, or command= to parallel_command",
                            "invalid-input")
@@ -311,6 +321,14 @@ class RunReport(Record):
     def ok(self):
         return self._exit_code == 0
 
+    def __repr__(self):
+        # One line, whatever the number of steps: the counts, not the document.
+        counts = ", ".join(f"{k}={self._data[k]}" for k in
+                           ("executed", "cached", "failed", "skipped", "refused", "cancelled")
+                           if k in self._data)
+        return (f"berth.RunReport(pipeline={self._data.get('pipeline', '')!r}, {counts}, "
+                f"steps={len(self._data.get('steps') or [])}, exit_code={self._exit_code})")
+
 
 # --- The seams ----------------------------------------------------------------------
 
@@ -360,21 +378,52 @@ def _core_set(cores):
     return [int(c) for c in cores]
 
 
+_CORES_WANTED = ('one core set for every node ("0-3" or [0, 1]), or one per node '
+                 '(["0-3", [4, 5]])')
+
+
+def _is_id(value):
+    """A core id: a whole number (numpy's too), not a bool."""
+    return isinstance(value, _numbers.Integral) and not isinstance(value, bool)
+
+
+def _core_sets(cores):
+    """Placement's cores= as one set per node: a string or a list of ids is one set
+    (the same ids on every node); a list of strings or lists of ids is one per node."""
+    wrong = BadInput(f"cores: {_CORES_WANTED}, not {cores!r}", "invalid-input")
+    if isinstance(cores, str):
+        return [_core_set(cores)]
+    if _is_id(cores) or not hasattr(cores, "__iter__"):
+        raise wrong
+    items = list(cores)
+    if items and all(_is_id(c) for c in items):
+        return [_core_set(items)]
+    sets = []
+    for c in items:
+        if isinstance(c, str):
+            sets.append(_core_set(c))
+        elif hasattr(c, "__iter__") and all(_is_id(i) for i in c):
+            sets.append(_core_set(c))
+        else:
+            raise wrong
+    return sets
+
+
 class Placement:
     """Where one launch goes: nodes, one core set per node (cores[i] on nodes[i]), a
     GPU total for the launch (0: none, asked for explicitly), and the GPU device ids
     where nothing assigns GPUs (PALS, this node).
 
-    Made by hand — Placement(nodes=["nid001"], cores=["0-3"]) — nodes default to this
-    node and cores to every usable core of each node; one core set given for several
-    nodes is the same ids on each. Granted by a Pool, it holds its resources until
+    Made by hand — Placement(nodes=["nid001"], cores="0-3") — nodes default to this
+    node and cores to every usable core of each node. cores= is one set ("0-3" or
+    [0, 1]), the same ids on every node, or one per node (["0-3", [4, 5]]). Granted by a Pool, it holds its resources until
     released: release(), pool.release(p), or leaving `with pool.grant(...) as p:`."""
 
     def __init__(self, nodes=None, cores=None, gpus=0, gpu_ids=None):
         if isinstance(nodes, str):
             nodes = [nodes]
         self.nodes = [str(n) for n in nodes] if nodes else []
-        self.cores = None if cores is None else [_core_set(c) for c in cores]
+        self.cores = None if cores is None else _core_sets(cores)
         self.gpu_ids = [str(g) for g in gpu_ids] if gpu_ids else []
         self.gpus = int(gpus) if gpus else len(self.gpu_ids)
         self.memory_mb = None  # per node, when a pool granted it with memory
@@ -676,3 +725,74 @@ def runs(pipeline, store=None):
     --format json`): each a Record with its id, started, host, worker, elapsed_s, nodes
     and counts. The store is `store`, else the one the last run used."""
     return [Record(r) for r in _runs(str(pipeline), store or "")]
+
+
+# --- What a run left: a step's log, the methods paragraph, the store verified --------
+
+
+def log(pipeline, step, *, store=None, cache=None):
+    """The stored output of `step` in the pipeline's last run, as `berth log PIPELINE
+    STEP` prints it: a str (bytes that are not UTF-8 are replaced). store= reads it from
+    that store instead of the one the run used; cache= is the run's cache directory when
+    it was not beside the pipeline (a worker's). BadInput when the pipeline has not run,
+    its last run had no such step or the step kept no log; Error when the store cannot
+    be read."""
+    out = _log(str(pipeline), str(step), "" if store is None else str(store),
+               "" if cache is None else str(cache))
+    return out.decode("utf-8", "replace")
+
+
+def methods(pipeline, *, store=None, run=None):
+    """The methods paragraph of the pipeline, as `berth methods PIPELINE` prints it: what
+    computed its outputs, in words a paper can use — the whole pipeline, even after a
+    targeted run. run= names an earlier run (an id from runs()). store= is the store
+    the run used when it was not the pipeline's own. BadInput when the pipeline has not
+    run or the store is not there."""
+    return _methods(str(pipeline), "" if store is None else str(store),
+                    "" if run is None else str(run))
+
+
+class StoreCheck:
+    """What store_verify() found: `objects`, every (name, ok) checked in order;
+    `verified`, how many; `bad`, the names of those missing or corrupt (a corrupt copy
+    is moved aside, so that the next run recomputes it); `ok`, True when none is bad;
+    `store`, the URL checked."""
+
+    def __init__(self, store, objects):
+        self.store = store
+        self.objects = [(name, bool(ok)) for name, ok in objects]
+
+    @property
+    def verified(self):
+        return len(self.objects)
+
+    @property
+    def bad(self):
+        return [name for name, ok in self.objects if not ok]
+
+    @property
+    def ok(self):
+        return not self.bad
+
+    def __bool__(self):
+        return self.ok
+
+    def __repr__(self):
+        return (f"berth.StoreCheck(store={self.store!r}, verified={self.verified}, "
+                f"bad={len(self.bad)})")
+
+
+def store_verify(store=None, *, pipeline=None, names=None):
+    """Verifies a store as `berth store verify` does: the objects `names`, or every
+    object a step row of the store names (for a directory output its manifest and every
+    file in it). store= is a URL; pipeline= names the pipeline whose store to verify
+    (the one `berth run PIPELINE` uses); with neither, pipeline.toml's here. Returns a
+    StoreCheck. A store that is not there is BadInput (nothing is created)."""
+    if store is not None and pipeline is not None:
+        raise BadInput(f"store_verify: give store= or pipeline= ({pipeline}), not both",
+                       "invalid-input")
+    if isinstance(names, str):
+        names = [names]
+    url = str(store) if store is not None else _pipeline_store(
+        str(pipeline) if pipeline is not None else "pipeline.toml")
+    return StoreCheck(url, _store_verify(url, [str(n) for n in names or []]))

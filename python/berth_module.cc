@@ -29,7 +29,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,16 +39,17 @@
 
 #include "alloc/display.h"
 #include "berth_py.h"  // kBerthPy: python/berth.py, embedded (embed.cmake)
+#include "cli/last_run.h"
+#include "cli/read_back.h"
+#include "cli/store_url.h"
 #include "cli/version.h"
 #include "launched.h"
 #include "pipeline/probe.h"
-#include "pipeline/report_file.h"
-#include "pipeline/run_history.h"
 #include "pipeline/session.h"
+#include "pipeline/store_verify.h"
 #include "place/context.h"
 #include "place/pool.h"
 #include "place/render.h"
-#include "store/url.h"
 #include "util/env.h"
 #include "util/libcrypto.h"
 #include "util/files.h"
@@ -554,25 +554,61 @@ PYBIND11_MODULE(berth, m) {
   m.def("_report", [](const std::string& pipeline_path) {
     return from_json(take(pipeline::last_run_report(pipeline_path)).dump());
   });
-  // --- A pipeline's history: berth runs.
+  // --- A pipeline's history: berth runs (run_history.h).
   m.def("_runs", [](const std::string& pipeline_path, const std::string& url) {
-    auto last = pipeline::last_run_report(pipeline_path);
-    if (!last.ok() && last.error().code() != Errc::kNotFound) take(std::move(last));
-    nlohmann::json report = last.ok() ? std::move(*last) : nlohmann::json::object();
-    static const Env env = Env::from_process();
-    auto store = store::open_store_url(pipeline::run_store_url(url, report, pipeline_path),
-                                       std::filesystem::current_path().string(), env,
-                                       store::StoreAbsent::kRefuse);
-    if (!store.ok() && url.empty() && !last.ok()) take(std::move(last));  // never ran
-    auto runs = take(pipeline::list_runs(*take(std::move(store)), pipeline_path));
+    std::optional<Result<cli::History>> got;
+    {
+      py::gil_scoped_release unlocked;
+      got.emplace(cli::open_history(url, pipeline_path));
+    }
+    cli::History h = take(std::move(*got));
     nlohmann::json out = nlohmann::json::array();
-    for (auto& r : runs) {
+    for (auto& r : h.runs) {
       r.head["id"] = r.id;
       r.head.erase("steps_object");
       r.head.erase("steps_changed");
       out.push_back(std::move(r.head));
     }
     return from_json(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  });
+  // What a run left, read back as the CLI prints it (cli/read_back.h), and a store's
+  // objects verified (pipeline/store_verify.h): berth.log, berth.methods,
+  // berth.store_verify. The GIL is released while the store is read.
+  m.def("_log", [](const std::string& pipeline_path, const std::string& step,
+                   const std::string& store, const std::string& cache) {
+    std::optional<Result<std::string>> got;
+    {
+      py::gil_scoped_release unlocked;
+      got.emplace(cli::step_log(pipeline_path, step, store, cache));
+    }
+    std::string bytes = take(std::move(*got));
+    return py::bytes(bytes);
+  });
+  m.def("_methods", [](const std::string& pipeline_path, const std::string& store,
+                       const std::string& run) {
+    std::optional<Result<std::string>> got;
+    {
+      py::gil_scoped_release unlocked;
+      got.emplace(cli::methods_text(pipeline_path, store, run));
+    }
+    return take(std::move(*got));
+  });
+  m.def("_pipeline_store", &cli::pipeline_store_url);
+  m.def("_store_verify", [](const std::string& url, const std::vector<std::string>& names) {
+    std::optional<Result<pipeline::StoreCheck>> got;
+    {
+      py::gil_scoped_release unlocked;
+      auto store = cli::open_store_url(url);
+      if (!store.ok()) {
+        got.emplace(store.error());
+      } else {
+        got.emplace(pipeline::verify_store(**store, names));
+      }
+    }
+    pipeline::StoreCheck check = take(std::move(*got));
+    py::list out;
+    for (const auto& o : check.objects) out.append(py::make_tuple(o.name, o.ok));
+    return out;
   });
   m.def("_parse_ids", [](const std::string& text, const std::string& origin) {
     return take(place::parse_ids(text, origin));

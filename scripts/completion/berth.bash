@@ -24,13 +24,14 @@ _berth_options() {
       echo "-h --help --config --configfile --store --results --cache --worker --lease --store-patience --dry-run --fail-fast -j --jobs
         --keep-going --no-step-output --format $_berth_machine_opts $_berth_alloc_opts"
       ;;
-    report) echo "-h --help --html --store --format" ;;
+    report) echo "-h --help --html --store --format --run" ;;
+    runs) echo "-h --help --store --format" ;;
     log) echo "-h --help --store --cache" ;;
-    methods) echo "-h --help --store" ;;
+    methods) echo "-h --help --store --run" ;;
     store)
       case $2 in
-        get) echo "-h --help --store -o --out" ;;
-        put | verify | cat) echo "-h --help --store" ;;
+        get) echo "-h --help --store --pipeline -o --out" ;;
+        put | verify | cat) echo "-h --help --store --pipeline" ;;
         gc) echo "-h --help --store --keep-runs --pipeline --grace --dry-run" ;;
         *) echo "-h --help" ;;
       esac
@@ -49,6 +50,9 @@ _berth_launch_app_opts='-n --np --cpu-set --wdir --set-env --add-env --unset-env
 
 # _berth_arity SUB OPTION: how many words follow OPTION (0 for a flag).
 _berth_arity() {
+  case $1:$2 in
+    report:--run | methods:--run) echo 1; return ;;
+  esac
   case $2 in
     -h | --help | --keep-fqdn | --run | --auto | --dry-run | --fail-fast | --keep-going | \
       --report-bindings | --oversubscribe | --worker | --no-step-output)
@@ -96,7 +100,9 @@ _berth_value() {
     --stdin) _berth_words "0 all none" "$cur" ;;
     --mpi) _berth_words "auto pmix pmi1 pmi2 none" "$cur" ;;
     --sysfs-root | --wdir | --output-dir | --cache | --results) _berth_dirs "$cur" ;;
-    --env-file | --hostfile | --default-hostfile | --flux-r | --html | -o | --out) _berth_files "$cur" ;;
+    --env-file | --hostfile | --default-hostfile | --flux-r | --html | -o | --out | --pipeline)
+      _berth_files "$cur"
+      ;;
     *) COMPREPLY=() ;; # a number, a list, a name or a URL: nothing to offer
   esac
 }
@@ -132,7 +138,7 @@ _berth() {
     if [[ $cur == -* ]]; then
       _berth_words "-h --help --version" "$cur"
     else
-      _berth_words "alloc machine place run report log methods store launch" "$cur"
+      _berth_words "alloc machine place run report runs log methods store launch" "$cur"
     fi
     return 0
   fi
@@ -210,7 +216,7 @@ _berth() {
   fi
   case $sub in
     launch | place) _berth_command "$cur" ;;
-    store) [[ $verb == put ]] && _berth_files "$cur" ;;
+    store) [[ $verb == put || $verb == gc ]] && _berth_files "$cur" ;; # files; gc's pipeline
     *) _berth_files "$cur" ;; # a pipeline file
   esac
   return 0

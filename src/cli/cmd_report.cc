@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "cli/last_run.h"
+#include "cli/read_back.h"
 #include "cli/store_url.h"
 #include "pipeline/methods.h"
 #include "pipeline/report.h"
@@ -154,20 +155,9 @@ struct MethodsFlags {
 };
 
 int run_methods(const MethodsFlags& f) {
-  auto h = open_history(f.store, f.pipeline);
-  if (!h.ok()) return report(h.error().with_context("berth methods"));
-  auto j = chosen_report(*h, f.run, f.pipeline);
-  if (!j.ok()) return report(j.error().with_context("berth methods"));
-  // The whole pipeline: after a targeted run, its steps and the earlier runs' others.
-  std::vector<std::string> rows;
-  for (const auto& s : pipeline::whole_pipeline_steps(*h->store, *j, h->runs)) {
-    std::string key = s.value("key", "");
-    if (key.empty()) continue;
-    auto row = h->store->get_row(store::row_address("steps", key));
-    if (row.ok() && row->has_value()) rows.push_back(**row);
-  }
-  std::string text = pipeline::methods_paragraph(j->value("pipeline", ""), rows);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  auto text = methods_text(f.pipeline, f.store, f.run);
+  if (!text.ok()) return report(text.error().with_context("berth methods"));
+  std::fwrite(text->data(), 1, text->size(), stdout);
   return kExitOk;
 }
 

@@ -3,29 +3,30 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/exit.h"
+#include "cli/read_back.h"
 #include "cli/store_url.h"
 #include "pipeline/collect.h"
+#include "pipeline/command.h"
+#include "pipeline/store_verify.h"
 #include "pipeline/worker.h"
 #include "store/object_store.h"
-#include "store/tree.h"
 
 namespace berth::cli {
 namespace {
 
 struct StoreFlags {
-  std::string url = "file://.berth/store";
+  std::string url;       // --store; empty: the pipeline's store
+  std::string pipeline;  // --pipeline (gc: its argument); empty: pipeline.toml here
   std::vector<std::string> args;
   std::string out;
   // gc
   size_t keep_runs = 5;
-  std::vector<std::string> pipelines;
+  std::vector<std::string> pipelines;  // gc --pipeline: whose runs to keep
   std::string grace = "7d";
   bool dry_run = false;
 };
@@ -37,11 +38,27 @@ std::string bytes_text(uint64_t n) {
   return fmt::format("{:.1f} GiB", static_cast<double>(n) / (1 << 30));
 }
 
+// The store a verb works on: --store, else the one `berth run PIPELINE` uses unless told
+// otherwise (file://<dir>/.berth/store beside the pipeline; pipeline.toml here when none
+// is named). A store chosen for the user is named on standard error, so that nobody
+// inspects one store believing it is another.
+Result<std::string> chosen_store(const StoreFlags& f) {
+  if (!f.url.empty() && !f.pipeline.empty()) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("give --store or a pipeline ({}), not both: a pipeline names the "
+                            "store `berth run` uses for it",
+                            f.pipeline));
+  }
+  if (!f.url.empty()) return f.url;
+  const std::string pipeline = f.pipeline.empty() ? "pipeline.toml" : f.pipeline;
+  std::string url = pipeline_store_url(pipeline);
+  std::fprintf(stderr, "berth: store %s (the one `berth run %s` uses)\n", url.c_str(),
+               pipeline::shell_quote(pipeline).c_str());
+  return url;
+}
+
 // berth store gc (spec 05 §10): what nothing kept reaches, older than the grace period.
 int run_gc(store::ObjectStore& store, const StoreFlags& f) {
-  if (!f.args.empty()) {
-    return report(Error(Errc::kInvalidInput, "berth store gc takes no arguments: give --store"));
-  }
   pipeline::CollectOptions o;
   o.keep_runs = f.keep_runs;
   o.pipelines = f.pipelines;
@@ -78,9 +95,10 @@ int run_gc(store::ObjectStore& store, const StoreFlags& f) {
 }
 
 int run_store(const std::string& verb, const StoreFlags& f) {
-  auto store =
-      open_store_url(f.url, verb == "put" ? StoreAbsent::kCreate : StoreAbsent::kRefuse);
-  if (!store.ok()) return report(store.error().with_context("--store"));
+  auto url = chosen_store(f);
+  if (!url.ok()) return report(url.error().with_context("berth store " + verb));
+  auto store = open_store_url(*url, verb == "put" ? StoreAbsent::kCreate : StoreAbsent::kRefuse);
+  if (!store.ok()) return report(store.error().with_context(f.url.empty() ? "store" : "--store"));
   if (verb == "gc") return run_gc(**store, f);
   if (f.args.empty() && verb != "verify") {
     return report(
@@ -112,60 +130,53 @@ int run_store(const std::string& verb, const StoreFlags& f) {
     std::printf("%s\n", (*row)->c_str());
     return kExitOk;
   }
-  // verify: every named object, or every object a step row names — for a directory
-  // output, its manifest and every file the manifest names (store/tree.h).
-  std::vector<std::string> names = f.args;
-  std::set<std::string> trees;
-  if (names.empty()) {
-    auto rows = (*store)->list_rows(
-        store::row_address("steps", "").substr(0, store::row_address("steps", "").size()));
-    if (rows.ok()) {
-      for (const auto& a : *rows) {
-        auto row = (*store)->get_row(a);
-        if (!row.ok() || !row->has_value()) continue;
-        auto j = nlohmann::json::parse(**row, nullptr, false);
-        if (j.is_discarded() || !j.contains("outputs")) continue;
-        for (auto& [k, v] : j["outputs"].items()) {
-          if (!v.is_object()) continue;
-          names.push_back(v.value("object", ""));
-          if (v.value("form", "") == "tree") trees.insert(names.back());
-        }
-      }
-    }
+  // verify: every named object, or every object a step row names (pipeline/store_verify.h).
+  auto checked = pipeline::verify_store(**store, f.args);
+  if (!checked.ok()) return report(checked.error());
+  for (const auto& o : checked->objects) {
+    std::printf("%s  %s\n", o.ok ? "ok     " : "corrupt", o.name.c_str());
   }
-  int bad = 0;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string n = names[i];
-    bool ok = false;
-    if (trees.count(n)) {
-      std::vector<store::TreeEntry> entries;
-      auto got = store::get_tree(**store, n, &entries);
-      ok = got.ok() && got->present();
-      if (ok) {
-        for (std::string& child : store::tree_objects(entries)) names.push_back(std::move(child));
-      }
-    } else {
-      auto got = (*store)->get_object(n);
-      ok = got.ok() && got->present();
-    }
-    if (!ok) ++bad;
-    std::printf("%s  %s\n", ok ? "ok     " : "corrupt", n.c_str());
-  }
-  std::printf("%zu object(s) verified, %d bad\n", names.size(), bad);
-  return bad ? kExitFailure : kExitOk;
+  std::printf("%zu object(s) verified, %zu bad\n", checked->objects.size(), checked->bad());
+  return checked->bad() ? kExitFailure : kExitOk;
 }
 
 }  // namespace
+
+// Each verb: its description and what its arguments are (gc's is the pipeline whose
+// store it collects; the others name that pipeline with --pipeline, their arguments
+// being files, objects or a row).
+struct StoreVerb {
+  const char* name;
+  const char* description;
+  const char* positional;  // its arguments' name
+  const char* help;        // and what they are
+};
+constexpr StoreVerb kStoreVerbs[] = {
+    {"put", "Store files as objects and print each one's name", "files", "Files to store"},
+    {"get", "Write an object to standard output (or -o FILE), its bytes verified first",
+     "name", "The object (sha256:HEX)"},
+    {"verify",
+     "Verify the named objects, or every object a step row names; exit 1 if any is bad",
+     "names", "Objects to verify (none: every object the store's step rows name)"},
+    {"cat", "Print the row at an address, such as rows/v1/steps/KEY", "address",
+     "The row's address (rows/v1/...)"},
+    {"gc",
+     "Delete what the last runs do not reach and nothing used lately (spec 05 §10); "
+     "--dry-run says what, writing nothing",
+     "pipeline", "Collect this pipeline's store (default: pipeline.toml's here)"},
+};
 
 std::function<int()> setup_store(CLI::App& app) {
   auto f = std::make_shared<StoreFlags>();
   app.require_subcommand(1);
   auto chosen = std::make_shared<std::string>();
-  for (const char* verb : {"put", "get", "verify", "cat", "gc"}) {
-    CLI::App* sub = app.add_subcommand(verb, std::string("store ") + verb);
-    sub->add_option("--store", f->url, "Store URL")->capture_default_str();
-    std::string v = verb;
+  for (const StoreVerb& verb : kStoreVerbs) {
+    CLI::App* sub = app.add_subcommand(verb.name, verb.description);
+    sub->add_option("--store", f->url,
+                    "Store URL (default: the one `berth run` uses for the pipeline)");
+    std::string v = verb.name;
     if (v == "gc") {
+      sub->add_option(verb.positional, f->pipeline, verb.help);
       sub->add_option("--keep-runs", f->keep_runs,
                       "Keep what the last N runs reach (and the last N of each --pipeline)")
           ->capture_default_str()
@@ -175,12 +186,16 @@ std::function<int()> setup_store(CLI::App& app) {
       sub->add_option("--grace", f->grace,
                       "Delete only what was not written or used for this long (0: no grace)")
           ->capture_default_str();
-      sub->add_flag("--dry-run", f->dry_run, "Say what would be deleted, and how many bytes");
+      sub->add_flag("--dry-run", f->dry_run,
+                    "Say what would be deleted, and how many bytes; write nothing");
     } else {
-      sub->add_option("args", f->args, "Files (put), object names (get, verify), a row (cat)");
+      sub->add_option(verb.positional, f->args, verb.help);
+      sub->add_option("--pipeline", f->pipeline,
+                      "Use the store `berth run PIPELINE` uses (default: pipeline.toml here)");
     }
     if (v == "get") sub->add_option("-o,--out", f->out, "Write to FILE");
-    sub->callback([chosen, verb] { *chosen = verb; });
+    const char* name = verb.name;
+    sub->callback([chosen, name] { *chosen = name; });
   }
   return [f, chosen] { return run_store(*chosen, *f); };
 }

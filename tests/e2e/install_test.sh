@@ -44,6 +44,16 @@ else
   fail "share/man/man1/berth.1 is not installed"
 fi
 
+# The pipeline file's page, beside it in section 5: `man 5 berth-pipeline` finds it.
+page5=$P/share/man/man5/berth-pipeline.5
+if [[ -f $page5 ]]; then
+  ok "share/man/man5/berth-pipeline.5 is installed"
+  found=$(MANPATH=$P/share/man man -w 5 berth-pipeline 2>&1) || true
+  expect_eq "man finds the pipeline page under the prefix by section and name" "$found" "$page5"
+else
+  fail "share/man/man5/berth-pipeline.5 is not installed"
+fi
+
 # The completion: sourced in bash, it completes berth, and offers the subcommands.
 comp=$P/share/bash-completion/completions/berth
 if [[ -f $comp ]]; then
@@ -81,6 +91,7 @@ fi
 
 # Only those (and the machine descriptions src/topo installs): no libraries, no headers.
 others=$(cd "$P" && find . -type f ! -path ./bin/berth ! -path ./share/man/man1/berth.1 \
+  ! -path ./share/man/man5/berth-pipeline.5 \
   ! -path ./share/bash-completion/completions/berth ! -path './share/berth/machines/*' \
   ! -path "./${module#"$P/"}" | sort)
 expect_eq "nothing else is installed" "$others" ""
