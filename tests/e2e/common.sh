@@ -98,6 +98,22 @@ gone() {
 # json EXPR: evaluates a Python expression over the JSON in $OUT (bound to j).
 json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)" <<<"$OUT"; }
 
+# dom HTML: the page's DOM after its scripts ran in headless Chromium, in $DOM.
+# Chromium builds differ in which headless mode they have: the new one first, then the
+# old.
+dom() {
+  local mode
+  for mode in --headless=new --headless; do
+    if DOM=$(timeout -k 5 60 chromium "$mode" --no-sandbox --disable-gpu --disable-dev-shm-usage \
+        --disable-background-networking --no-first-run --user-data-dir="$T/chromium" \
+        --dump-dom "file://$1" 2>"$T/chromium.err") && [[ $DOM == *"</html>"* ]]; then
+      return 0
+    fi
+  done
+  fail "chromium --dump-dom $1 failed: $(tail -3 "$T/chromium.err")"
+  DOM=""
+}
+
 finish() {
   if ((FAILS)); then echo "$FAILS assertion(s) failed" >&2; exit 1; fi
   echo "all assertions held"

@@ -9,21 +9,6 @@ if ! command -v chromium >/dev/null 2>&1; then
   finish
 fi
 
-# dom HTML: the page's DOM after its scripts ran, in $DOM. Chromium builds differ in
-# which headless mode they have: the new one first, then the old.
-dom() {
-  local mode
-  for mode in --headless=new --headless; do
-    if DOM=$(timeout -k 5 60 chromium "$mode" --no-sandbox --disable-gpu --disable-dev-shm-usage \
-        --disable-background-networking --no-first-run --user-data-dir="$T/chromium" \
-        --dump-dom "file://$1" 2>"$T/chromium.err") && [[ $DOM == *"</html>"* ]]; then
-      return 0
-    fi
-  done
-  fail "chromium --dump-dom $1 failed: $(tail -3 "$T/chromium.err")"
-  DOM=""
-}
-
 # check_timeline: reads $DOM's svg#timeline and prints one line of facts, or the
 # first thing wrong with it prefixed "bad:".
 cat >"$T/check_timeline.py" <<'PY'
