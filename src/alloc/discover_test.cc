@@ -72,6 +72,59 @@ TEST(Discover, SlurmCpusPerNodeIsSelectable) {
   EXPECT_EQ(a->total_slots, 32);
 }
 
+// Inside a job step over part of the job (salloc -N4 -n8, then srun -N2 -n2), as the
+// real Slurm sets it: the step's nodes and counts, never the job's list with the step's
+// counts.
+Env step_env() {
+  Env e = slurm_env("n[1-4]", "1(x2)");
+  e.set("SLURM_NODELIST", "n[1-4]");
+  e.set("SLURM_STEP_ID", "0");
+  e.set("SLURM_STEP_NODELIST", "n[1-2]");
+  e.set("SLURM_STEP_TASKS_PER_NODE", "1(x2)");
+  return e;
+}
+
+TEST(Discover, SlurmInsideAStepIsTheStepsAllocation) {
+  auto a = run(step_env());
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  ASSERT_EQ(a->nodes.size(), 2u);
+  EXPECT_EQ(a->nodes[0].name, "n1");
+  EXPECT_EQ(a->nodes[1].name, "n2");
+  EXPECT_EQ(a->total_slots, 2);
+}
+
+TEST(Discover, SlurmStepCpusAreItsTasksTimesCpusPerTask) {
+  Env e = step_env();
+  e.set("SLURM_STEP_TASKS_PER_NODE", "2,1");
+  e.set("SLURM_CPUS_PER_TASK", "2");
+  Options o;
+  o.slurm_slots = SlurmSlots::kCpus;
+  auto a = run(e, o);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->nodes[0].slots, 4);
+  EXPECT_EQ(a->nodes[1].slots, 2);
+  // Without the option, a slot per task.
+  auto t = run(e);
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->total_slots, 3);
+}
+
+TEST(Discover, SlurmStepErrorsNameTheStepVariable) {
+  Env e = step_env();
+  e.set("SLURM_STEP_TASKS_PER_NODE", "1(x3)");
+  auto a = run(e);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message().find("SLURM_STEP_TASKS_PER_NODE"), std::string::npos)
+      << a.error().message();
+  Env c = step_env();
+  c.set("SLURM_CPUS_PER_TASK", "two");
+  Options o;
+  o.slurm_slots = SlurmSlots::kCpus;
+  auto b = run(c, o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message().find("SLURM_CPUS_PER_TASK"), std::string::npos);
+}
+
 TEST(Discover, SlurmFallsBackToOldNodelistName) {
   Env e;
   e.set("SLURM_JOBID", "5");

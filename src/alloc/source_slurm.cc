@@ -1,5 +1,5 @@
 // Slurm: the job's nodes from SLURM_JOB_NODELIST, slots from SLURM_TASKS_PER_NODE (or
-// SLURM_JOB_CPUS_PER_NODE when asked). spec 01 §6.1.
+// SLURM_JOB_CPUS_PER_NODE when asked); inside a job step, the step's. spec 01 §6.1.
 #include <fmt/format.h>
 
 #include "alloc/hostlist.h"
@@ -21,6 +21,65 @@ Result<std::optional<std::pair<std::string, std::string>>> first_of(
   return std::optional<std::pair<std::string, std::string>>();
 }
 
+// The nodes, each with its count, as the allocation found.
+SourceResult found(const std::string& job_id, hostlist::Names names,
+                   std::vector<int64_t> counts) {
+  Found f;
+  f.job_id = job_id;
+  f.count = names.size();
+  // Expanded as the nodes are taken: parsing already refused any list that would fail.
+  f.each = [names = std::move(names),
+            counts = std::make_shared<const std::vector<int64_t>>(std::move(counts))](
+               const NodeSink& add) {
+    NodeSpec s;
+    s.slots_given = true;  // the scheduler's count is authoritative
+    size_t i = 0;
+    names.for_each([&](std::string_view name) {
+      s.name.assign(name);
+      s.slots = (*counts)[i++];
+      add(s);
+    });
+  };
+  return std::optional<Found>(std::move(f));
+}
+
+// A job step's allocation: its nodes (SLURM_STEP_NODELIST), its tasks on each
+// (SLURM_STEP_TASKS_PER_NODE) or, with --slurm-slots cpus, the CPUs it was given on each
+// (its tasks there times SLURM_CPUS_PER_TASK, 1 when unset).
+SourceResult discover_slurm_step(const Input& in, const std::string& job_id,
+                                 const std::string& list_text) {
+  auto names = hostlist::parse(list_text);
+  if (!names.ok()) return names.error().with_context("SLURM_STEP_NODELIST");
+  BERTH_TRY(auto count_text, in.env.get_bounded("SLURM_STEP_TASKS_PER_NODE"));
+  if (!count_text) {
+    return fail(Errc::kInvalidInput,
+                "SLURM_STEP_NODELIST is set but SLURM_STEP_TASKS_PER_NODE is not");
+  }
+  auto counts = parse_tasks_per_node(*count_text, names->size());
+  if (!counts.ok()) return counts.error().with_context("SLURM_STEP_TASKS_PER_NODE");
+  if (counts->size() != names->size()) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("SLURM_STEP_TASKS_PER_NODE: gives counts for {} node(s) but "
+                            "SLURM_STEP_NODELIST names {}",
+                            counts->size(), names->size()));
+  }
+  if (in.options.slurm_slots == SlurmSlots::kCpus) {
+    BERTH_TRY(auto per_task, in.env.get_bounded("SLURM_CPUS_PER_TASK"));
+    int64_t cpus = 1;
+    if (per_task) {
+      auto n = str::parse_uint(*per_task, 1 << 20);
+      if (!n.ok() || *n == 0) {
+        return fail(Errc::kInvalidInput,
+                    fmt::format("SLURM_CPUS_PER_TASK: '{}' is not a positive count",
+                                str::printable(*per_task)));
+      }
+      cpus = static_cast<int64_t>(*n);
+    }
+    for (auto& c : *counts) c *= cpus;
+  }
+  return found(job_id, std::move(*names), std::move(*counts));
+}
+
 }  // namespace
 
 SourceResult discover_slurm(const Input& in) {
@@ -35,6 +94,14 @@ SourceResult discover_slurm(const Input& in) {
                             job_var, str::printable(job_id)));
   }
 
+  // Inside a job step (srun sets SLURM_STEP_ID; a batch script has none) the allocation
+  // is the step's, one view of nodes and counts: srun overwrites SLURM_TASKS_PER_NODE
+  // with the step's counts but leaves SLURM_JOB_NODELIST and SLURM_NODELIST the job's.
+  BERTH_TRY(auto step, first_of(in.env, {"SLURM_STEP_ID", "SLURM_STEPID"}));
+  if (step) {
+    BERTH_TRY(auto step_list, in.env.get_bounded("SLURM_STEP_NODELIST"));
+    if (step_list) return discover_slurm_step(in, job_id, *step_list);
+  }
   BERTH_TRY(auto list, first_of(in.env, {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}));
   if (!list) {
     return fail(Errc::kInvalidInput,
@@ -60,24 +127,7 @@ SourceResult discover_slurm(const Input& in) {
                             counts->size(), list_var, names->size()));
   }
 
-  Found f;
-  f.job_id = job_id;
-  f.count = names->size();
-  // Expanded as the nodes are taken: parsing above already refused any list that
-  // would fail.
-  f.each = [names = std::move(*names),
-            counts = std::make_shared<const std::vector<int64_t>>(std::move(*counts))](
-               const NodeSink& add) {
-    NodeSpec s;
-    s.slots_given = true;  // the scheduler's count is authoritative
-    size_t i = 0;
-    names.for_each([&](std::string_view name) {
-      s.name.assign(name);
-      s.slots = (*counts)[i++];
-      add(s);
-    });
-  };
-  return std::optional<Found>(std::move(f));
+  return found(job_id, std::move(*names), std::move(*counts));
 }
 
 }  // namespace berth::alloc

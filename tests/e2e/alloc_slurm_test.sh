@@ -42,6 +42,38 @@ for shape in "-N2 -n3" "-N3 -n5" "-N4 -n8" "-N4 -n4"; do
   fi
 done
 
+# Inside a job step over part of the job: the step's nodes and counts, one view (the job's
+# node list with the step's counts was refused). srun -N2 -n2 in a 4-node job: 2 nodes,
+# one slot each, on every task; with -c2 and --slurm-slots cpus, two CPUs a node.
+W=$T/step; mkdir -p "$W"
+# docs FILE: for each JSON document in FILE (one per task), "<nodes>:<slots a node>:<total>".
+cat >"$W/docs.py" <<'PY'
+import json, sys
+text, at, dec, out = open(sys.argv[1]).read(), 0, json.JSONDecoder(), []
+while True:
+    while at < len(text) and text[at].isspace():
+        at += 1
+    if at >= len(text):
+        break
+    j, at = dec.raw_decode(text, at)
+    slots = ",".join(sorted({str(n["slots"]) for n in j["nodes"]}))
+    out.append(f"{len(j['nodes'])}:{slots}:{j['total_slots']}")
+print(" ".join(out))
+PY
+if timeout 120 salloc -N4 -n8 srun -N2 -n2 "$BERTH" alloc --format json >"$W/out" 2>"$W/err"; then
+  expect_eq "srun -N2 inside a 4-node job: each task sees the step's 2 nodes, a slot each" \
+    "$(python3 "$W/docs.py" "$W/out")" "2:1:2 2:1:2"
+else
+  fail "salloc -N4 -n8 srun -N2 -n2 berth alloc: $(cat "$W/err")"
+fi
+if timeout 120 salloc -N4 -n4 -c2 srun -N4 -n4 -c2 "$BERTH" alloc --slurm-slots cpus --format json \
+    >"$W/cpus" 2>"$W/err"; then
+  expect_eq "srun -c2 --slurm-slots cpus: two slots a node" \
+    "$(python3 "$W/docs.py" "$W/cpus")" "4:2:8 4:2:8 4:2:8 4:2:8"
+else
+  fail "srun -c2 berth alloc --slurm-slots cpus: $(cat "$W/err")"
+fi
+
 # The same from a batch job, where berth runs on the first node of the allocation.
 W=$T/sbatch; mkdir -p "$W"; export W
 { echo '#!/bin/bash'; probe; } >"$W/job.sh"
