@@ -26,6 +26,7 @@
 #include "pipeline/publish.h"
 #include "pipeline/record_graph.h"
 #include "pipeline/settled.h"
+#include "pipeline/store_waits.h"
 #include "pipeline/targets.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
@@ -71,8 +72,7 @@ struct Session::State {
   std::string bdir;          // <dir>/.berth
   std::string settled_name;  // the pipeline's absolute path: the settled record's name
   std::string url;           // the store
-  std::string results_dir;
-  std::string abs_results;
+  std::string results_dir, abs_results;
   std::string cwd;
   std::string cache;        // the cache directory
   std::string report_path;  // last-run.json
@@ -118,10 +118,9 @@ struct Session::State {
     return settled_base(o.engine_version, cwd, settled_name, url, abs_results);
   }
   // Session::run's parts: after a record that does not hold as a whole, the graph and
-  // what of the record the run may reuse; the run's options; the store's outages said.
+  // what of the record the run may reuse; the run's options.
   Result<std::optional<SettledReuse>> reuse_from_record();
   RunOptions run_options(int cancel_fd, std::optional<SettledReuse> reuse);
-  void note_store_waits(RunReport& rep) const;
   // Session::open's steps (session.h): the file read, its paths made; the settled record
   // this context (or its base) left, if any; worker mode checked and named; the pool; the
   // cache directory; the store (opened from the URL: open_patient_store()); the index.
@@ -551,7 +550,7 @@ Result<RunOutcome> Session::run(int cancel_fd) {
     ro.runner = own_runner.get();
   }
   BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
-  s.note_store_waits(rep);
+  note_store_waits(s.patient, s.o.store_patience, rep);
   // A run whose steps were discovered from directories is that run again only while
   // they hold what they held: their stamps go into the record with the inputs'.
   if (rep.settled && !s.discovered.stable) rep.settled.reset();
@@ -643,23 +642,6 @@ RunOptions Session::State::run_options(int cancel_fd, std::optional<SettledReuse
   ro.record_settled = may_settle && ro.index;
   ro.reuse = std::move(reuse);
   return ro;
-}
-
-void Session::State::note_store_waits(RunReport& rep) const {
-  if (patient == nullptr) return;
-  store::StoreWaits w = patient->stats();
-  rep.store_waits = {w.outages, static_cast<double>(w.waited.count()) / 1000.0, w.gave_up};
-  if (w.outages > 0) {
-    rep.notices.push_back(fmt::format(
-        "the store {} did not answer {} time{}, {:.1f} s in all; the run waited it out",
-        patient->describe(), w.outages, w.outages == 1 ? "" : "s", rep.store_waits.waited_s));
-  }
-  if (w.gave_up > 0) {
-    rep.notices.push_back(fmt::format(
-        "the store {} did not answer within --store-patience {} ({} operation{} gave up): {}",
-        patient->describe(), o.store_patience, w.gave_up, w.gave_up == 1 ? "" : "s",
-        w.last_error));
-  }
 }
 
 }  // namespace berth::pipeline
