@@ -169,6 +169,7 @@ struct Session::State {
     lo.worker = worker;
     lo.cancel_fd = cancel_fd;
     lo.clock = o.clock;
+    if (o.keep_failed) lo.keep_failed = fs::path(report_path).parent_path().string() + "/failed";
     lo.output = sinks.step_output;
     return std::make_unique<LaunchStepRunner>(*graph, *staging, env, std::move(lo));
   }
