@@ -25,6 +25,7 @@
 #include "pipeline/probe.h"
 #include "pipeline/publish.h"
 #include "pipeline/record_graph.h"
+#include "pipeline/results_manifest.h"
 #include "pipeline/settled.h"
 #include "pipeline/store_waits.h"
 #include "pipeline/targets.h"
@@ -339,6 +340,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   BERTH_CHECK(s.make_cache());
   BERTH_CHECK(s.open_store());
   s.open_index();
+  BERTH_CHECK(claim_results_dir(s.results_dir, s.settled_name, !s.o.dry_run));  // spec 04 §7.5
   return std::unique_ptr<Session>(new Session(std::move(st)));
 }
 
@@ -552,6 +554,10 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   }
   BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
   note_store_waits(s.patient, s.o.store_patience, rep);
+  // A whole run's results of steps no longer in the pipeline go (spec 04 §7.5).
+  if (!s.o.dry_run) {
+    tidy_results_dir(s.results_dir, s.settled_name, rep, s.o.targets.empty(), s.sinks.say);
+  }
   // A run whose steps were discovered from directories is that run again only while
   // they hold what they held: their stamps go into the record with the inputs'.
   if (rep.settled && !s.discovered.stable) rep.settled.reset();
