@@ -15,7 +15,9 @@
 //      the key published first is adopted, and a different canonical hash reported as a
 //      divergence (spec 06);
 //   5. its results materialised, its staging directory emptied for the next step.
-// Nothing partial is published: a failure at any point stores no row.
+// Nothing partial is published: a failure at any point stores no row. A step that
+// failed after it ran has its staging directory kept instead, when asked
+// (LaunchRunnerOptions::keep_failed, kept_failure.h).
 #pragma once
 
 #include <atomic>
