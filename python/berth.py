@@ -673,9 +673,10 @@ def _jobs(jobs):
 
 
 def run(pipeline, store=None, worker=None, targets=None, dry_run=False, *, results=None,
-        cache=None, fail_fast=False, jobs=None, lease="10m", check=True, on_output=None, env=None,
-        machine=None, sysfs_root=None, affinity=None, slurm_version=None, launcher="auto",
-        hosts=None, hostfile=None, simulate=None, config=None, configfile=None):
+        cache=None, fail_fast=False, keep_failed=False, jobs=None, lease="10m", check=True,
+        on_output=None, env=None, machine=None, sysfs_root=None, affinity=None,
+        slurm_version=None, launcher="auto", hosts=None, hostfile=None, simulate=None,
+        config=None, configfile=None):
     """Runs the pipeline file as `berth run` does — every result through the store,
     rerunning only what changed — and returns its RunReport.
 
@@ -684,7 +685,8 @@ def run(pipeline, store=None, worker=None, targets=None, dry_run=False, *, resul
     steps and what they read; dry_run: say what would run; config: {name: value}
     overriding the pipeline's [config] (`--config`; True/False are true/false), after
     configfile, a TOML file of them (`--configfile`); jobs: at most this many steps at
-    once (`-j`; a whole number, at least 1). on_output(step, text)
+    once (`-j`; a whole number, at least 1); keep_failed: keep a failed step's staging
+    directory with a command.sh that runs it again (`--keep-failed`). on_output(step, text)
     receives each step's output (default: standard error, each line "[step] ...").
     With check (the default) a run in which a step failed raises RunFailed, carrying
     the report. The GIL is released while the run goes on; Ctrl-C ends the running
@@ -700,7 +702,7 @@ def run(pipeline, store=None, worker=None, targets=None, dry_run=False, *, resul
         "store": store, "results": None if results is None else str(results),
         "cache": None if cache is None else str(cache), "dry_run": bool(dry_run),
         "fail_fast": bool(fail_fast), "worker": None if worker is None else str(worker),
-        "jobs": _jobs(jobs),
+        "jobs": _jobs(jobs), "keep_failed": bool(keep_failed),
         "lease": lease, "targets": None if targets is None else [str(t) for t in targets],
         "config": [f"{k}={_config_text(v)}" for k, v in (config or {}).items()],
         "configfile": [] if configfile is None else [str(configfile)],

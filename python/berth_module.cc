@@ -447,6 +447,7 @@ py::dict run_pipeline(const std::string& pipeline_path, const py::dict& opts, co
   o.cache = text_of(opts, "cache");
   o.dry_run = opts["dry_run"].cast<bool>();
   o.fail_fast = opts["fail_fast"].cast<bool>();
+  o.keep_failed = opts.contains("keep_failed") && opts["keep_failed"].cast<bool>();
   o.jobs = opts.contains("jobs") && !opts["jobs"].is_none() ? opts["jobs"].cast<int>() : 0;
   if (!opts["worker"].is_none()) o.worker = opts["worker"].cast<std::string>();
   o.lease = text_of(opts, "lease");

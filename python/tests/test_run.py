@@ -97,6 +97,17 @@ def test_a_failed_run_raises_RunFailed_with_its_report(tmp_path):
     assert berth.report(path).exit_code == 1
 
 
+def test_keep_failed_keeps_the_failed_steps_directory(tmp_path):
+    path = write(tmp_path, FAILING)
+    kept = tmp_path / ".berth" / "pipelines" / "pipeline.toml" / "failed" / "bad"
+    rep = berth.run(path, check=False, on_output=lambda *a: None)
+    assert not kept.exists() and "kept in" not in rep.steps[0].reason
+    rep = berth.run(path, check=False, keep_failed=True, on_output=lambda *a: None)
+    assert f"kept in {kept} " in rep.steps[0].reason
+    assert (kept / "exit-status").read_text() == "3\n"
+    assert (kept / "command.sh").exists()
+
+
 def test_targets_run_part_of_a_pipeline(tmp_path):
     path = write(tmp_path, PIPELINE)
     rep = berth.run(path, targets=["hello-b"])

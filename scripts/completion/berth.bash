@@ -22,7 +22,7 @@ _berth_options() {
       ;;
     run)
       echo "-h --help --config --configfile --store --results --cache --worker --lease --store-patience --dry-run --fail-fast -j --jobs
-        --keep-going --no-step-output --format $_berth_machine_opts $_berth_alloc_opts"
+        --keep-going --keep-failed --no-step-output --format $_berth_machine_opts $_berth_alloc_opts"
       ;;
     report) echo "-h --help --html --store --format --run" ;;
     runs) echo "-h --help --store --format" ;;
@@ -54,7 +54,7 @@ _berth_arity() {
     report:--run | methods:--run) echo 1; return ;;
   esac
   case $2 in
-    -h | --help | --keep-fqdn | --run | --auto | --dry-run | --fail-fast | --keep-going | \
+    -h | --help | --keep-fqdn | --run | --auto | --dry-run | --fail-fast | --keep-going | --keep-failed | \
       --report-bindings | --oversubscribe | --worker | --no-step-output)
       echo 0
       ;;

@@ -86,6 +86,7 @@ struct RunFlags {
   std::string cache;
   bool dry_run = false;
   bool fail_fast = false;
+  bool keep_failed = false;
   int jobs = 0;
   bool keep_going = false;
   bool no_step_output = false;
@@ -201,6 +202,7 @@ int run_pipeline(const RunFlags& f) {
   o.cache = f.cache;
   o.dry_run = f.dry_run;
   o.fail_fast = f.fail_fast && !f.keep_going;
+  o.keep_failed = f.keep_failed;
   o.jobs = f.jobs;
   o.worker = f.worker;
   o.lease = f.lease;
@@ -285,6 +287,9 @@ std::function<int()> setup_run(CLI::App& app) {
       ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
   app.add_flag("--fail-fast", f->fail_fast, "Stop starting steps after the first failure");
+  app.add_flag("--keep-failed", f->keep_failed,
+               "Keep a failed step's staging directory, with a command.sh that runs it "
+               "again (in <dir>/.berth/pipelines/<file>/failed/<step>/)");
   app.add_option("-j,--jobs", f->jobs,
                  "Run at most N steps at once (default: as many as the pool fits)")
       ->check(CLI::Range(1, 1 << 20));

@@ -116,7 +116,7 @@ Result<void> materialize_tree_result(store::ObjectStore& objects, Index* index,
       return Ok{};
     }
   }
-  BERTH_TRY(store::ObjectRead put, store::materialize_tree(objects, rec.object, dest));
+  BERTH_TRY(store::ObjectRead put, store::materialize_tree(objects, rec.object, dest, true));
   if (!put.present()) {
     problems->push_back(fmt::format("step '{}': {}", step,
                                     put.problem.empty() ? "tree " + rec.object + " is missing"

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "launch/directives.h"
 #include "launch/job.h"
 #include "launch/read_only.h"
 #include "pipeline/beside.h"
@@ -17,6 +18,7 @@
 #include "pipeline/canonicaliser.h"
 #include "pipeline/command.h"
 #include "pipeline/dir_output.h"
+#include "pipeline/kept_failure.h"
 #include "pipeline/leftovers.h"
 #include "pipeline/step_publish.h"
 #include "pipeline/worker.h"
@@ -135,6 +137,13 @@ struct LaunchStepRunner::Attempt {
   // The file input items, in input order, and whether each was hard-linked in.
   std::vector<std::pair<const InputItem*, bool>> files_in;
   RenderedCommand cmd;
+  // The command as launched and its environment's directives: what a kept failure
+  // reproduces. `launched`: its processes were started and have ended, with
+  // `exit_status` (0 for a step that failed after exiting 0: an output not written).
+  std::vector<std::string> argv;
+  std::vector<launch::EnvDirective> env;
+  bool launched = false;
+  int exit_status = 0;
   // Its output, stdout and stderr together, as the job forwards it.
   std::string log;
   std::mutex log_mu;
@@ -184,8 +193,28 @@ bool LaunchStepRunner::fail(Attempt& a, std::string why, int code) {
   a.r.exit_code = code;
   if (!a.log.empty()) a.r.log_tail = log_tail(a.log);
   end_now(a);
+  keep_failed(a);
+  // A staging directory is emptied for the next step: the reason names what was in it
+  // by its place there ("out/x"), never by a path that is gone when the user looks.
+  if (!a.stage.empty()) a.r.reason = rebase_paths(a.r.reason, a.stage, "");
   cleanup(a);
   return false;
+}
+
+void LaunchStepRunner::keep_failed(Attempt& a) {
+  // Only a step that ran: before that there is nothing it did to reproduce.
+  if (o_.keep_failed.empty() || a.stage.empty() || !a.launched) return;
+  FailedStep f{a.s.name, a.stage, a.argv, parent_, a.exit_status, a.log};
+  if (auto set = launch::apply_directives(a.env, parent_, f.env); !set.ok()) return;
+  auto kept = keep_failed_step(f, o_.keep_failed);
+  if (!kept.ok()) {
+    a.d.problems.push_back(fmt::format("step '{}': its staging directory was not kept: {}",
+                                       a.s.name, kept.error().message()));
+    return;
+  }
+  a.r.reason = rebase_paths(a.r.reason, a.stage, *kept) +
+               fmt::format("; kept in {} (./command.sh there runs it again)", *kept);
+  a.stage.clear();  // moved: not the staging area's any more
 }
 
 bool LaunchStepRunner::stage_inputs(Attempt& a) {
@@ -261,6 +290,8 @@ std::optional<launch::JobSpec> LaunchStepRunner::job_for(Attempt& a) {
   }
   for (const auto& [k, v] : a.cmd.env)
     app.env.push_back({launch::EnvDirective::kSet, k, v, "", false});
+  a.argv = app.argv;
+  a.env = app.env;
   job.apps.push_back(app);
   // A step's tasks on this node are one MPI job on berth's own wire-up; through a
   // launcher, the launcher's wire-up serves them (place::render asks for it).
@@ -389,6 +420,8 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
     fail(a, outcome.error().message());
     return std::nullopt;
   }
+  a.launched = true;
+  a.exit_status = outcome->exit_code;
   return std::move(*outcome);
 }
 

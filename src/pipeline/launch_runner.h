@@ -15,7 +15,9 @@
 //      the key published first is adopted, and a different canonical hash reported as a
 //      divergence (spec 06);
 //   5. its results materialised, its staging directory emptied for the next step.
-// Nothing partial is published: a failure at any point stores no row.
+// Nothing partial is published: a failure at any point stores no row. A step that
+// failed after it ran has its staging directory kept instead, when asked
+// (LaunchRunnerOptions::keep_failed, kept_failure.h).
 #pragma once
 
 #include <atomic>
@@ -51,6 +53,9 @@ struct LaunchRunnerOptions {
   std::string platform;
   std::string worker;  // this worker's name ("" for an ordinary run)
   int cancel_fd = -1;  // readable: running jobs end (spec 03 §6)
+  // Where a failed step's staging directory is kept, with what reproduces it
+  // (kept_failure.h); "" (the default): emptied like any other.
+  std::string keep_failed;
   const Clock* clock = nullptr;  // the run's clock (null: the real one)
   // A step's output (stdout and stderr together), once, after it ends.
   std::function<void(const std::string& step, std::string_view text)> output;
@@ -95,6 +100,7 @@ class LaunchStepRunner final : public StepRunner {
   bool fail(Attempt& a, std::string why, int code = 1);
   void end_now(Attempt& a);  // its end_s, once
   void cleanup(Attempt& a);  // its staging directory emptied, once
+  void keep_failed(Attempt& a);  // a failed step's kept instead, when asked (kept_failure.h)
   void reap_finished();
   double now_s() const;
   const Clock& clock() const { return o_.clock != nullptr ? *o_.clock : Clock::real(); }

@@ -25,7 +25,9 @@
 #include "pipeline/probe.h"
 #include "pipeline/publish.h"
 #include "pipeline/record_graph.h"
+#include "pipeline/results_manifest.h"
 #include "pipeline/settled.h"
+#include "pipeline/store_waits.h"
 #include "pipeline/targets.h"
 #include "pipeline/worker.h"
 #include "store/file_store.h"
@@ -71,8 +73,7 @@ struct Session::State {
   std::string bdir;          // <dir>/.berth
   std::string settled_name;  // the pipeline's absolute path: the settled record's name
   std::string url;           // the store
-  std::string results_dir;
-  std::string abs_results;
+  std::string results_dir, abs_results;
   std::string cwd;
   std::string cache;        // the cache directory
   std::string report_path;  // last-run.json
@@ -118,10 +119,9 @@ struct Session::State {
     return settled_base(o.engine_version, cwd, settled_name, url, abs_results);
   }
   // Session::run's parts: after a record that does not hold as a whole, the graph and
-  // what of the record the run may reuse; the run's options; the store's outages said.
+  // what of the record the run may reuse; the run's options.
   Result<std::optional<SettledReuse>> reuse_from_record();
   RunOptions run_options(int cancel_fd, std::optional<SettledReuse> reuse);
-  void note_store_waits(RunReport& rep) const;
   // Session::open's steps (session.h): the file read, its paths made; the settled record
   // this context (or its base) left, if any; worker mode checked and named; the pool; the
   // cache directory; the store (opened from the URL: open_patient_store()); the index.
@@ -170,6 +170,7 @@ struct Session::State {
     lo.worker = worker;
     lo.cancel_fd = cancel_fd;
     lo.clock = o.clock;
+    if (o.keep_failed) lo.keep_failed = fs::path(report_path).parent_path().string() + "/failed";
     lo.output = sinks.step_output;
     return std::make_unique<LaunchStepRunner>(*graph, *staging, env, std::move(lo));
   }
@@ -339,6 +340,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionOptions options, SessionPl
   BERTH_CHECK(s.make_cache());
   BERTH_CHECK(s.open_store());
   s.open_index();
+  BERTH_CHECK(claim_results_dir(s.results_dir, s.settled_name, !s.o.dry_run));  // spec 04 §7.5
   return std::unique_ptr<Session>(new Session(std::move(st)));
 }
 
@@ -551,7 +553,11 @@ Result<RunOutcome> Session::run(int cancel_fd) {
     ro.runner = own_runner.get();
   }
   BERTH_TRY(RunReport rep, run_graph(*s.graph, *s.store, *s.pool, s.env, ro));
-  s.note_store_waits(rep);
+  note_store_waits(s.patient, s.o.store_patience, rep);
+  // A whole run's results of steps no longer in the pipeline go (spec 04 §7.5).
+  if (!s.o.dry_run) {
+    tidy_results_dir(s.results_dir, s.settled_name, rep, s.o.targets.empty(), s.sinks.say);
+  }
   // A run whose steps were discovered from directories is that run again only while
   // they hold what they held: their stamps go into the record with the inputs'.
   if (rep.settled && !s.discovered.stable) rep.settled.reset();
@@ -643,23 +649,6 @@ RunOptions Session::State::run_options(int cancel_fd, std::optional<SettledReuse
   ro.record_settled = may_settle && ro.index;
   ro.reuse = std::move(reuse);
   return ro;
-}
-
-void Session::State::note_store_waits(RunReport& rep) const {
-  if (patient == nullptr) return;
-  store::StoreWaits w = patient->stats();
-  rep.store_waits = {w.outages, static_cast<double>(w.waited.count()) / 1000.0, w.gave_up};
-  if (w.outages > 0) {
-    rep.notices.push_back(fmt::format(
-        "the store {} did not answer {} time{}, {:.1f} s in all; the run waited it out",
-        patient->describe(), w.outages, w.outages == 1 ? "" : "s", rep.store_waits.waited_s));
-  }
-  if (w.gave_up > 0) {
-    rep.notices.push_back(fmt::format(
-        "the store {} did not answer within --store-patience {} ({} operation{} gave up): {}",
-        patient->describe(), o.store_patience, w.gave_up, w.gave_up == 1 ? "" : "s",
-        w.last_error));
-  }
 }
 
 }  // namespace berth::pipeline

@@ -57,6 +57,9 @@ struct SessionOptions {
   std::string cache;     // the cache directory; "" = <dir>/.berth/cache (a worker's own)
   bool dry_run = false;
   bool fail_fast = false;
+  // A failed step's staging directory kept in the pipeline's own directory, under
+  // failed/<step>/, with what reproduces it (kept_failure.h); else emptied.
+  bool keep_failed = false;
   int jobs = 0;  // at most this many steps at once (-j); 0: as many as the pool grants
   std::optional<std::string> worker;  // worker mode; "" = a generated name
   std::string lease = "10m";          // how long a worker's claim holds (spec 06)

@@ -117,14 +117,20 @@ Result<void> StepCache::materialize(const StepRecord& r, std::vector<std::string
         }
       }
     }
-    // materialize() replaces `dest` atomically, never writing into it; a directory
+    // get_object_to_file() replaces `dest` atomically, never writing into it; a directory
     // there (the output was a directory before) goes first.
     if (struct stat there {}; ::lstat(dest.c_str(), &there) == 0 && S_ISDIR(there.st_mode)) {
       std::error_code ec;
       std::filesystem::remove_all(dest, ec);
     }
-    auto got = objects_.materialize(rec.object, dest);
+    // A copy of its own, never a link to the stored copy: a user who makes a result
+    // writable and edits it changes the result, not the object (spec 04 §7.5). It is
+    // read-only all the same, as berth's to replace, and a reflink where it can be.
+    auto got = objects_.get_object_to_file(rec.object, dest);
     if (!got.ok()) return got.error();
+    if (got->present() && ::chmod(dest.c_str(), 0444) != 0) {
+      return fail(Errc::kIo, fmt::format("cannot chmod {}: {}", dest, std::strerror(errno)));
+    }
     if (!got->present()) {
       problems->push_back(got->problem.empty()
                               ? fmt::format("step '{}': object {} of output '{}' is missing",

@@ -4,8 +4,9 @@
 // A key found in this machine's index is taken from there; otherwise the row is read
 // from the store (the shared store, for a worker) and remembered. Every object the
 // row names is checked in the store, and unless asked not to, materialised under
-// results/<step>/<output> — a result already in place and unchanged since it was
-// verified is left alone, so a no-op rerun stats instead of rehashing. Thread-safe as
+// results/<step>/<output> as copies of their own, sharing nothing with the store (spec
+// 04 §7.5) — a result already in place and unchanged since it was verified is left
+// alone, so a no-op rerun stats instead of rehashing. Thread-safe as
 // far as its store and index are: the executor looks up on its own thread while step
 // runners materialise on theirs.
 #pragma once

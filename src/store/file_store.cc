@@ -401,7 +401,12 @@ Result<ObjectRead> FileStore::get_object_to_file(std::string_view name,
   BERTH_TRY(Fd out, files::create_temp(files::parent_dir(dest_path), 0644, &tmp));
   TempGuard guard{tmp};
   Sha256 hash;
-  BERTH_TRY(uint64_t copied, posix::copy_hashing(in.get(), path, out.get(), tmp, hash));
+  // Where the filesystem shares extents the copy costs nothing, and the stored bytes
+  // it shares are read once to verify them; elsewhere they are copied while hashed.
+  // One pass over the bytes either way.
+  const bool cloned = posix::clone_file(in.get(), out.get());
+  BERTH_TRY(uint64_t copied, posix::copy_hashing(in.get(), path, cloned ? -1 : out.get(),
+                                                 cloned ? "" : tmp, hash));
   (void)copied;
   out.reset();
   std::string actual = hash.finish_hex();

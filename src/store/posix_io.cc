@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +50,8 @@ bool links_unsupported(int err) {
   return err == EXDEV || err == EPERM || err == EMLINK || err == ENOTSUP || err == EOPNOTSUPP ||
          err == ENOSYS;
 }
+
+bool clone_file(int in, int out) { return ::ioctl(out, FICLONE, in) == 0; }
 
 namespace {
 

@@ -23,6 +23,11 @@ namespace berth::store::posix {
 // filesystem, one without links, too many links, not permitted): copy instead.
 bool links_unsupported(int err);
 
+// Makes `out` share `in`'s bytes without copying them (a reflink: ioctl FICLONE), where
+// the filesystem can (btrfs, XFS); false where it cannot (ext4, tmpfs, another
+// filesystem), `out` then as it was. Neither descriptor's offset moves.
+bool clone_file(int in, int out);
+
 // mkdir -p, mode 0755; an existing directory is fine.
 Result<void> make_dirs(const std::string& path);
 

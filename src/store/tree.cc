@@ -296,7 +296,7 @@ Result<ObjectRead> get_tree(ObjectStore& store, std::string_view name,
 }
 
 Result<ObjectRead> materialize_tree(ObjectStore& store, std::string_view name,
-                                    const std::string& dest_in) {
+                                    const std::string& dest_in, bool copies) {
   // "out/plots/" names "out/plots": the temporary tree goes beside it, not into it.
   std::string dest = dest_in;
   while (dest.size() > 1 && dest.back() == '/') dest.pop_back();
@@ -339,9 +339,9 @@ Result<ObjectRead> materialize_tree(ObjectStore& store, std::string_view name,
     }
     // An exec file is a copy of its own: chmod on a link would change the stored copy,
     // which every other user of the object shares.
-    BERTH_TRY(ObjectRead got, e.kind == TreeEntry::Kind::kExec
-                                  ? store.get_object_to_file(e.object, path)
-                                  : store.materialize(e.object, path));
+    const bool exec = e.kind == TreeEntry::Kind::kExec;
+    BERTH_TRY(ObjectRead got, exec || copies ? store.get_object_to_file(e.object, path)
+                                             : store.materialize(e.object, path));
     if (!got.present()) {
       ObjectRead out;
       out.found = got.found;
@@ -349,7 +349,7 @@ Result<ObjectRead> materialize_tree(ObjectStore& store, std::string_view name,
       return out;  // tmp removed; dest as it was
     }
     if (!got.problem.empty()) repaired.push_back(child_problem(e, dest, got));
-    if (e.kind == TreeEntry::Kind::kExec && ::chmod(path.c_str(), 0555) != 0) {
+    if ((exec || copies) && ::chmod(path.c_str(), exec ? 0555 : 0444) != 0) {
       return files::os_error(path, "chmod", errno);
     }
   }

@@ -78,8 +78,11 @@ Result<ObjectRead> get_tree(ObjectStore& store, std::string_view name,
 // of the manifest or of any file `dest` is left as it was and `problem` says which file
 // ("file <dest>/<path> (object sha256:…) is missing from the store"); with kPresent,
 // `problem` lists any corrupt copies a backend replaced on the way (ObjectRead).
+// With `copies`, every file is a verified copy of its own (ObjectStore::get_object_to_file,
+// mode 0444, an exec file 0555) that shares nothing with the store: a user's results
+// (spec 04 §7.5), where a hard link would let an edit change the stored object.
 Result<ObjectRead> materialize_tree(ObjectStore& store, std::string_view name,
-                                    const std::string& dest);
+                                    const std::string& dest, bool copies = false);
 
 // Puts the file or directory `from` at `to`, replacing whatever is there (a file, a
 // directory with its contents, nothing) atomically where the kernel can
