@@ -93,7 +93,7 @@ TEST(Discover, SlurmInsideAStepIsTheStepsAllocation) {
   EXPECT_EQ(a->total_slots, 2);
 }
 
-TEST(Discover, SlurmStepCpusAreItsTasksTimesCpusPerTask) {
+TEST(Discover, SlurmStepSlotsAreTheCpusItGave) {
   Env e = step_env();
   e.set("SLURM_STEP_TASKS_PER_NODE", "2,1");
   e.set("SLURM_CPUS_PER_TASK", "2");
@@ -103,10 +103,10 @@ TEST(Discover, SlurmStepCpusAreItsTasksTimesCpusPerTask) {
   ASSERT_TRUE(a.ok()) << a.error().message();
   EXPECT_EQ(a->nodes[0].slots, 4);
   EXPECT_EQ(a->nodes[1].slots, 2);
-  // Without the option, a slot per task.
+  // Without the option too: a worker in a step runs on the CPUs srun gave its task.
   auto t = run(e);
   ASSERT_TRUE(t.ok()) << t.error().message();
-  EXPECT_EQ(t->total_slots, 3);
+  EXPECT_EQ(t->total_slots, 6);
 }
 
 TEST(Discover, SlurmStepErrorsNameTheStepVariable) {
@@ -118,9 +118,7 @@ TEST(Discover, SlurmStepErrorsNameTheStepVariable) {
       << a.error().message();
   Env c = step_env();
   c.set("SLURM_CPUS_PER_TASK", "two");
-  Options o;
-  o.slurm_slots = SlurmSlots::kCpus;
-  auto b = run(c, o);
+  auto b = run(c);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message().find("SLURM_CPUS_PER_TASK"), std::string::npos);
 }

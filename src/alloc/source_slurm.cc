@@ -43,9 +43,11 @@ SourceResult found(const std::string& job_id, hostlist::Names names,
   return std::optional<Found>(std::move(f));
 }
 
-// A job step's allocation: its nodes (SLURM_STEP_NODELIST), its tasks on each
-// (SLURM_STEP_TASKS_PER_NODE) or, with --slurm-slots cpus, the CPUs it was given on each
-// (its tasks there times SLURM_CPUS_PER_TASK, 1 when unset).
+// A job step's allocation: its nodes (SLURM_STEP_NODELIST), and on each the CPUs it was
+// given there — its tasks (SLURM_STEP_TASKS_PER_NODE) times SLURM_CPUS_PER_TASK, 1 when
+// unset — whichever --slurm-slots says: berth inside a step is a worker, or an agent,
+// and its steps run on the CPUs srun gave its task (srun -c2: two at a time), not one
+// per task.
 SourceResult discover_slurm_step(const Input& in, const std::string& job_id,
                                  const std::string& list_text) {
   auto names = hostlist::parse(list_text);
@@ -63,7 +65,7 @@ SourceResult discover_slurm_step(const Input& in, const std::string& job_id,
                             "SLURM_STEP_NODELIST names {}",
                             counts->size(), names->size()));
   }
-  if (in.options.slurm_slots == SlurmSlots::kCpus) {
+  {
     BERTH_TRY(auto per_task, in.env.get_bounded("SLURM_CPUS_PER_TASK"));
     int64_t cpus = 1;
     if (per_task) {
