@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -424,7 +425,13 @@ namespace {
 // What a report says of where it came from (run_history.h): its id, the pipeline's
 // path, the host, the targets.
 void name_the_run(RunReport& rep, const PublishPlace& place) {
-  rep.run = run_id(rep.started, rep.worker, getpid());
+  // Runs of one process (Python's berth.run) within one second: each its own id, so that
+  // none of their write-once rows is lost to another.
+  static std::atomic<unsigned> runs_here{0};
+  unsigned n = runs_here.fetch_add(1);
+  std::string process = std::to_string(getpid());
+  if (n > 0) process += "." + std::to_string(n);
+  rep.run = run_id(rep.started, rep.worker, process);
   rep.pipeline_path = place.settled_name;
   rep.host = place.host;
   rep.targets = place.targets;

@@ -29,8 +29,8 @@ bool counts(const json& entry) { return entry.is_object() && entry.contains("nam
 
 }  // namespace
 
-std::string run_id(std::string_view started, std::string_view worker, long pid) {
-  return fmt::format("{}-{}{}", started, worker.empty() ? "" : std::string(worker) + "-", pid);
+std::string run_id(std::string_view started, std::string_view worker, std::string_view process) {
+  return fmt::format("{}-{}{}", started, worker.empty() ? "" : std::string(worker) + "-", process);
 }
 
 std::string store_url_of(const json& report) {

@@ -21,8 +21,9 @@ struct RunEntry {
   nlohmann::json head;  // the row: its counts, where it ran, its steps' object
 };
 
-// A run's id: what its runs row is keyed by.
-std::string run_id(std::string_view started, std::string_view worker, long pid);
+// A run's id: what its runs row is keyed by. `process`: the pid, and for a process's
+// second run on, ".<n>" after it.
+std::string run_id(std::string_view started, std::string_view worker, std::string_view process);
 
 // The store a run's report names ("store": file:///x, s3://b/p (endpoint), or a worker's
 // tiered(local=…, shared=URL)) as a URL to open: the shared store's, without the
