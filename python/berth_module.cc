@@ -614,7 +614,7 @@ PYBIND11_MODULE(berth, m) {
   });
   // berth status --format json (spec 04 §7.4): what runs now, from the live board.
   m.def("_status", [](const std::string& pipeline_path, const std::string& cache) {
-    auto read = take(pipeline::read_board(pipeline::pipeline_dir_for(pipeline_path, cache)));
+    auto read = take(pipeline::read_pipeline_board(pipeline_path, cache));
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::system_clock::now().time_since_epoch());
     return from_json(pipeline::live_status_json(pipeline_path, read, now.count()));

@@ -9,7 +9,6 @@
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "pipeline/live_status.h"
-#include "pipeline/report_file.h"
 #include "util/clock.h"
 
 namespace berth::cli {
@@ -28,7 +27,7 @@ int64_t now_ms() {
 }
 
 int run_status(const StatusFlags& f) {
-  auto read = pipeline::read_board(pipeline::pipeline_dir_for(f.pipeline, f.cache));
+  auto read = pipeline::read_pipeline_board(f.pipeline, f.cache);
   if (!read.ok()) return report(read.error().with_context("berth status"));
   if (f.format == "json") {
     std::printf("%s\n", pipeline::live_status_json(f.pipeline, *read, now_ms()).dump(2).c_str());

@@ -246,6 +246,7 @@ void LiveBoard::flusher() {
 }
 
 void LiveBoard::write_now(const Board& b) {
+  ++writes_;
   auto w = files::write_file_atomic(board_path(dir_), board_json(b), false);
   if (!w.ok() && problem_.empty()) problem_ = w.error().message();
 }

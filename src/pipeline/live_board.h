@@ -18,6 +18,7 @@
 // from here and is taken at its word.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -122,6 +123,8 @@ class LiveBoard {
   void progress(const Progress& p);
 
   const std::string& problem() const { return problem_; }
+  // How many times the board was written so far.
+  size_t writes() const { return writes_.load(); }
 
  private:
   void flusher();
@@ -138,6 +141,7 @@ class LiveBoard {
   bool dirty_ = true;
   bool stop_ = false;
   std::string problem_;
+  std::atomic<size_t> writes_{0};
   std::thread thread_;
 };
 

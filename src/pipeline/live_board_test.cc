@@ -1,6 +1,7 @@
 // The live board (live_board.h) and what is told from it (live_status.h).
 #include "pipeline/live_board.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -145,6 +146,34 @@ TEST(LiveBoard, AStepIsShownWithItsOutputUntilItEnds) {
   EXPECT_NE(ended->board.ended_ms, 0);
   EXPECT_FALSE(files::exists(output));
   EXPECT_EQ(live_exit_status(output), 3);
+  fs::remove_all(dir);
+}
+
+TEST(LiveBoard, ManyStepsStartingAtOnceCostAFewWrites) {
+  std::string dir = temp_dir();
+  FakeClock clock;
+  place::Placement where;
+  where.nodes = {"n1"};
+  where.cores = {{0}};
+  auto t0 = std::chrono::steady_clock::now();
+  size_t writes = 0;
+  {
+    LiveBoard board(dir, "/w/pipeline.toml", clock);
+    board.begin();
+    std::vector<LiveBoard::Entry> entries;
+    for (int i = 0; i < 300; ++i) {
+      entries.push_back(board.started(fmt::format("s{}", i), where));
+      LiveBoard::write(entries.back(), "a line of output\n");
+      board.progress({.total = 300, .done = 0, .running = static_cast<size_t>(i + 1)});
+    }
+    for (auto& e : entries) board.ended(e, 0);
+    writes = board.writes();
+  }
+  auto took = std::chrono::steady_clock::now() - t0;
+  // One write to begin, then at most one per interval (and one more at the end).
+  size_t most = 2 + static_cast<size_t>(took / kBoardInterval);
+  EXPECT_LE(writes, most) << "in " << std::chrono::duration<double>(took).count() << " s";
+  EXPECT_EQ(read_board(dir)->state, BoardRead::State::kEnded);
   fs::remove_all(dir);
 }
 

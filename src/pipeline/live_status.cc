@@ -5,7 +5,9 @@
 
 #include <chrono>
 
+#include "pipeline/report_file.h"
 #include "util/clock.h"
+#include "util/files.h"
 #include "util/idset.h"
 #include "util/strings.h"
 
@@ -49,6 +51,13 @@ std::string waiting_text(const Board& b) {
 }
 
 }  // namespace
+
+Result<BoardRead> read_pipeline_board(const std::string& pipeline, const std::string& cache) {
+  if (!files::exists(pipeline)) {
+    return fail(Errc::kNotFound, fmt::format("{}: no such pipeline file", str::printable(pipeline)));
+  }
+  return read_board(pipeline_dir_for(pipeline, cache));
+}
 
 std::string run_holder_text(const Board& b, int64_t now_ms) {
   return fmt::format("pid {} on {}, running since {} ({})", b.pid, b.host,

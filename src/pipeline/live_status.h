@@ -11,6 +11,10 @@
 
 namespace berth::pipeline {
 
+// The board of pipeline file `pipeline` (pipeline_dir_for(pipeline, cache)), judged.
+// Fails (kNotFound, naming it) when there is no such file, else as read_board().
+Result<BoardRead> read_pipeline_board(const std::string& pipeline, const std::string& cache);
+
 // The status of `pipeline` from its board `read`, at `now_ms` (ms since the epoch):
 //   {"pipeline", "board", "state": "running" | "ended" | "stale" | "none",
 //    "run": {"pid", "host", "started", "for_s"} (null when state is "none"),

@@ -105,4 +105,9 @@ rc=0; timeout 20 "$BERTH" log -f pipeline.toml sad >"$T/stale.out" 2>&1 || rc=$?
 expect_eq "log -f on a stale board: the stored log, not a wait" "$rc" 0
 expect_contains "log -f on a stale board: the last run's log" "$(cat "$T/stale.out")" sad-end
 touch "$T/flags/sad"
+
+# A pipeline file that is not there is an error naming it, not "nothing is running".
+run status nope.toml
+expect_eq "status of a missing pipeline: fails" "$RC" 2
+expect_contains "status of a missing pipeline: names it" "$ERR" "nope.toml: no such pipeline file"
 finish
