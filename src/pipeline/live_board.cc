@@ -60,12 +60,18 @@ std::string board_json(const Board& b) {
                      {"since_ms", s.since_ms},
                      {"output", s.output}});
   }
-  json j = {{"version", kBoardFormatVersion}, {"pipeline", b.pipeline},
-            {"pid", b.pid},                   {"pid_start", b.pid_start},
-            {"host", b.host},                 {"started_ms", b.started_ms},
-            {"ended_ms", b.ended_ms},         {"running", std::move(steps)},
-            {"total", b.total},               {"done", b.done},
-            {"waiting", b.waiting},           {"deferred", b.deferred}};
+  json j = {{"version", kBoardFormatVersion},
+            {"pipeline", b.pipeline},
+            {"pid", b.pid},
+            {"pid_start", b.pid_start},
+            {"host", b.host},
+            {"started_ms", b.started_ms},
+            {"ended_ms", b.ended_ms},
+            {"running", std::move(steps)},
+            {"total", b.total},
+            {"done", b.done},
+            {"waiting", b.waiting},
+            {"deferred", b.deferred}};
   return j.dump() + "\n";
 }
 

@@ -213,9 +213,9 @@ TEST(LiveStatus, TellsTheRunItsStepsAndWhatWaits) {
 
   r.state = BoardRead::State::kEnded;
   r.board.ended_ms = now - 60'000;
-  EXPECT_NE(live_status_text("pipeline.toml", r, now)
-                .find("nothing is running; the last run (pid "),
-            std::string::npos);
+  EXPECT_NE(
+      live_status_text("pipeline.toml", r, now).find("nothing is running; the last run (pid "),
+      std::string::npos);
   EXPECT_EQ(live_status_json("pipeline.toml", r, now)["ended"], "2023-11-14T22:15:25Z");
 }
 

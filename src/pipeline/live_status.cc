@@ -42,10 +42,10 @@ const char* state_name(BoardRead::State s) {
 // and none is counted yet.
 std::string waiting_text(const Board& b) {
   if (b.total == 0) return {};
-  std::string s = b.waiting == 0 ? std::string("nothing waits")
-                                 : fmt::format("{} step{} wait{} (for cores or for inputs)",
-                                               b.waiting, b.waiting == 1 ? "" : "s",
-                                               b.waiting == 1 ? "s" : "");
+  std::string s = b.waiting == 0
+                      ? std::string("nothing waits")
+                      : fmt::format("{} step{} wait{} (for cores or for inputs)", b.waiting,
+                                    b.waiting == 1 ? "" : "s", b.waiting == 1 ? "s" : "");
   if (b.deferred != 0) s += fmt::format(", {} left to other workers", b.deferred);
   return s + fmt::format("; {} of {} done", b.done, b.total);
 }
@@ -54,14 +54,15 @@ std::string waiting_text(const Board& b) {
 
 Result<BoardRead> read_pipeline_board(const std::string& pipeline, const std::string& cache) {
   if (!files::exists(pipeline)) {
-    return fail(Errc::kNotFound, fmt::format("{}: no such pipeline file", str::printable(pipeline)));
+    return fail(Errc::kNotFound,
+                fmt::format("{}: no such pipeline file", str::printable(pipeline)));
   }
   return read_board(pipeline_dir_for(pipeline, cache));
 }
 
 std::string run_holder_text(const Board& b, int64_t now_ms) {
-  return fmt::format("pid {} on {}, running since {} ({})", b.pid, b.host,
-                     time_text(b.started_ms), span_text(now_ms - b.started_ms));
+  return fmt::format("pid {} on {}, running since {} ({})", b.pid, b.host, time_text(b.started_ms),
+                     span_text(now_ms - b.started_ms));
 }
 
 json live_status_json(const std::string& pipeline, const BoardRead& read, int64_t now_ms) {
@@ -69,12 +70,12 @@ json live_status_json(const std::string& pipeline, const BoardRead& read, int64_
   const bool none = read.state == BoardRead::State::kNone;
   const bool running = read.state == BoardRead::State::kRunning;
   json j = {{"pipeline", pipeline}, {"board", read.path}, {"state", state_name(read.state)}};
-  j["run"] = none ? json(nullptr)
-                  : json{{"pid", b.pid},
-                         {"host", b.host},
-                         {"started", time_text(b.started_ms)},
-                         {"for_s", seconds_between(b.started_ms, b.ended_ms != 0 ? b.ended_ms
-                                                                                 : now_ms)}};
+  j["run"] =
+      none ? json(nullptr)
+           : json{{"pid", b.pid},
+                  {"host", b.host},
+                  {"started", time_text(b.started_ms)},
+                  {"for_s", seconds_between(b.started_ms, b.ended_ms != 0 ? b.ended_ms : now_ms)}};
   json steps = json::array();
   for (const auto& s : running ? b.running : std::vector<BoardStep>{}) {
     steps.push_back({{"step", s.step},
@@ -95,13 +96,12 @@ json live_status_json(const std::string& pipeline, const BoardRead& read, int64_
   return j;
 }
 
-std::string live_status_text(const std::string& pipeline, const BoardRead& read,
-                             int64_t now_ms) {
+std::string live_status_text(const std::string& pipeline, const BoardRead& read, int64_t now_ms) {
   const Board& b = read.board;
   switch (read.state) {
     case BoardRead::State::kNone:
-      return fmt::format("{}: nothing is running (no run has kept a live board in {})\n",
-                         pipeline, read.path);
+      return fmt::format("{}: nothing is running (no run has kept a live board in {})\n", pipeline,
+                         read.path);
     case BoardRead::State::kEnded:
       return fmt::format("{}: nothing is running; the last run (pid {} on {}) ended {} ({} ago)\n",
                          pipeline, b.pid, b.host, time_text(b.ended_ms),

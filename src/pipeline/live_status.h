@@ -26,8 +26,7 @@ nlohmann::ordered_json live_status_json(const std::string& pipeline, const Board
 
 // The same for a person: a line for the run, one per running step, one for what waits;
 // or "nothing is running" with when the last run ended, or why the board is stale.
-std::string live_status_text(const std::string& pipeline, const BoardRead& read,
-                             int64_t now_ms);
+std::string live_status_text(const std::string& pipeline, const BoardRead& read, int64_t now_ms);
 
 // "pid 4242 on node7, running since 12:03:04Z (2m 05s)": the run a board names.
 std::string run_holder_text(const Board& b, int64_t now_ms);
