@@ -176,17 +176,18 @@ LiveBoard::Entry LiveBoard::started(const std::string& step, const place::Placem
   for (const auto& set : where.cores) s.cores.insert(s.cores.end(), set.begin(), set.end());
   s.gpus = where.gpu_ids;
   s.since_ms = ms_of(clock_.wall());
+  // The file is made before the board names it, so that a reader finds what it was
+  // told of; outputs_ and the ids are this object's alone, read without the lock.
+  e.id = next_id_.fetch_add(1);
+  e.output = fmt::format("{}/{}.log", outputs_, e.id);
+  e.fd = ::open(e.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  s.output = e.output;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    e.id = next_id_++;
-    e.output = fmt::format("{}/{}.log", outputs_, e.id);
-    s.output = e.output;
     board_.running.push_back(std::move(s));
     ids_.push_back(e.id);
     dirty_ = true;
   }
-  // Made before the board names it, so that a reader finds what it was told of.
-  e.fd = ::open(e.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   wake_.notify_all();
   return e;
 }

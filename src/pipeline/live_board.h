@@ -137,7 +137,7 @@ class LiveBoard {
   std::condition_variable wake_;
   Board board_;
   std::vector<uint64_t> ids_;  // board_.running's entries' ids, in the same order
-  uint64_t next_id_ = 0;
+  std::atomic<uint64_t> next_id_{0};
   bool dirty_ = true;
   bool stop_ = false;
   std::string problem_;

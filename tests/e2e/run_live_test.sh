@@ -82,6 +82,8 @@ expect_contains "after the run: nothing runs" "$OUT" "nothing is running; the la
 run status --format json
 expect_eq "after the run: state ended" "$(json "j['state']")" ended
 expect_eq "after the run: no step listed" "$(json "len(j['running'])")" 0
+left=$(find .berth/pipelines/pipeline.toml/live -name '*.log' | wc -l)
+expect_eq "after the run: the live copies of its output are gone" "$left" 0
 # Not running: -f prints the stored log, as berth log does.
 run log -f pipeline.toml talk
 expect_eq "log -f on an ended step: its stored log" "$OUT" "before-attach
