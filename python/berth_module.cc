@@ -612,7 +612,7 @@ PYBIND11_MODULE(berth, m) {
     for (const auto& o : check.objects) out.append(py::make_tuple(o.name, o.ok));
     return out;
   });
-  // berth status --format json (spec 04 §7.4): what runs now, from the live board.
+  // berth status --format json (spec 04 §7.6): what runs now, from the live board.
   m.def("_status", [](const std::string& pipeline_path, const std::string& cache) {
     auto read = take(pipeline::read_pipeline_board(pipeline_path, cache));
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -1,5 +1,5 @@
 """berth.status: what a run of a pipeline is doing now, the same document as
-`berth status --format json` (spec 04 §7.4)."""
+`berth status --format json` (spec 04 §7.6)."""
 
 import subprocess
 import time

@@ -1,5 +1,5 @@
 // berth log: a step's output, kept by the run that ran it (spec 04 §7.3); with -f, a
-// running step's followed as it comes (spec 04 §7.4).
+// running step's followed as it comes (spec 04 §7.6).
 #include <cstdio>
 #include <string>
 #include <vector>

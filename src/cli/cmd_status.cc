@@ -1,5 +1,5 @@
 // berth status: what a pipeline's run is doing now — its running steps, where, for how
-// long, and what waits — from the pipeline's live board (spec 04 §7.4).
+// long, and what waits — from the pipeline's live board (spec 04 §7.6).
 #include <fmt/format.h>
 
 #include <cstdio>

@@ -1,5 +1,5 @@
 // `berth log -f`: a running step's output followed as it comes, from the file the
-// pipeline's live board names for it (pipeline/live_board.h, spec 04 §7.4).
+// pipeline's live board names for it (pipeline/live_board.h, spec 04 §7.6).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// The live board a `berth run` keeps (pipeline/live_board.h, spec 04 §7.4), and what
+// The live board a `berth run` keeps (pipeline/live_board.h, spec 04 §7.6), and what
 // the run says when it finds another run of its pipeline going on.
 #pragma once
 

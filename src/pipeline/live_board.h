@@ -1,5 +1,5 @@
 // The live board: what a run of a pipeline is doing now, in a file other processes
-// read (spec 04 §7.4) — `berth status`, `berth log -f`, a second run that must wait.
+// read (spec 04 §7.6) — `berth status`, `berth log -f`, a second run that must wait.
 //
 // The board is one JSON file, <pipeline dir>/live.json (pipeline_dir_for()), replaced
 // atomically. It names the run (its pid, the pid's start time as the kernel counts it,

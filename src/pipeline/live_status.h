@@ -1,6 +1,6 @@
 // What runs now, told from a pipeline's live board (live_board.h): `berth status`, its
 // JSON (Python's berth.status() returns the same), and what a second run says when it
-// finds the first one going on (spec 04 §7.4).
+// finds the first one going on (spec 04 §7.6).
 #pragma once
 
 #include <cstdint>

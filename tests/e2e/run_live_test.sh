@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A run as it happens (spec 04 §7.4): `berth log -f` from another process follows a
+# A run as it happens (spec 04 §7.6): `berth log -f` from another process follows a
 # running step's output — what it printed before the follower came and after — and ends
 # with the step, with its exit status; `berth status` names the running steps and their
 # cores, then says nothing runs; a second run says which run it waits for; a board whose
