@@ -35,7 +35,7 @@ __all__ = [
     "Record", "Allocation", "Machine", "ParallelCommand", "RunReport",
     "Placement", "Pool", "NotNow", "NOT_NOW", "NeverFits",
     "allocation", "machine", "parallel_command", "run", "report",
-    "log", "methods", "store_verify", "StoreCheck",
+    "log", "methods", "store_verify", "StoreCheck", "status",
 ]
 
 
@@ -798,3 +798,10 @@ def store_verify(store=None, *, pipeline=None, names=None):
     url = str(store) if store is not None else _pipeline_store(
         str(pipeline) if pipeline is not None else "pipeline.toml")
     return StoreCheck(url, _store_verify(url, [str(n) for n in names or []]))
+
+
+def status(pipeline, cache=None):
+    """What a run of the pipeline is doing now (`berth status --format json`): its
+    running steps, where, for how long, and what waits; state "ended", "stale" or
+    "none" when nothing runs."""
+    return Record(_status(str(pipeline), "" if cache is None else str(cache)))

@@ -44,6 +44,7 @@
 #include "cli/store_url.h"
 #include "cli/version.h"
 #include "launched.h"
+#include "pipeline/live_status.h"
 #include "pipeline/probe.h"
 #include "pipeline/session.h"
 #include "pipeline/store_verify.h"
@@ -610,6 +611,13 @@ PYBIND11_MODULE(berth, m) {
     py::list out;
     for (const auto& o : check.objects) out.append(py::make_tuple(o.name, o.ok));
     return out;
+  });
+  // berth status --format json (spec 04 §7.6): what runs now, from the live board.
+  m.def("_status", [](const std::string& pipeline_path, const std::string& cache) {
+    auto read = take(pipeline::read_pipeline_board(pipeline_path, cache));
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    return from_json(pipeline::live_status_json(pipeline_path, read, now.count()));
   });
   m.def("_parse_ids", [](const std::string& text, const std::string& origin) {
     return take(place::parse_ids(text, origin));

@@ -26,7 +26,8 @@ _berth_options() {
       ;;
     report) echo "-h --help --html --store --format --run" ;;
     runs) echo "-h --help --store --format" ;;
-    log) echo "-h --help --store --cache" ;;
+    log) echo "-h --help -f --follow --store --cache" ;;
+    status) echo "-h --help --cache --format" ;;
     methods) echo "-h --help --store --run" ;;
     store)
       case $2 in
@@ -138,7 +139,7 @@ _berth() {
     if [[ $cur == -* ]]; then
       _berth_words "-h --help --version" "$cur"
     else
-      _berth_words "alloc machine place run report runs log methods store launch" "$cur"
+      _berth_words "alloc machine place run report runs log status methods store launch" "$cur"
     fi
     return 0
   fi

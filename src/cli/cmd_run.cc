@@ -18,6 +18,7 @@
 #include "cli/context.h"
 #include "cli/exit.h"
 #include "cli/last_run.h"
+#include "cli/run_live.h"
 #include "cli/version.h"
 #include "pipeline/session.h"
 #include "util/strings.h"
@@ -209,6 +210,9 @@ int run_pipeline(const RunFlags& f) {
   o.store_patience = f.store_patience;
   o.engine_version = std::string("berth ") + BERTH_VERSION + " (" + BERTH_GIT_COMMIT + ")";
   o.process_exits = true;
+  // What runs now, shown to `berth status` and `berth log -f` (run_live.h).
+  auto live = run_live_board(f.pipeline, f.cache, f.worker.has_value(), f.dry_run);
+  o.live = live.get();
   pipeline::SessionPlace place;
   place.nodes = ctx->pool_nodes();
   place.host = ctx->here();
@@ -220,7 +224,7 @@ int run_pipeline(const RunFlags& f) {
   sinks.say = [](std::string_view m) {
     std::fprintf(stderr, "berth: %.*s\n", static_cast<int>(m.size()), m.data());
   };
-  if (tty) sinks.progress = progress_line();
+  sinks.progress = with_board(live.get(), tty ? progress_line() : nullptr);
   // Each step's output reaches the user once, every line prefixed with its name, unless
   // told not to: it is kept either way (berth log).
   if (!f.no_step_output) sinks.step_output = [tty](const std::string& step, std::string_view text) {
@@ -237,6 +241,7 @@ int run_pipeline(const RunFlags& f) {
 
   // 3. Run, with Ctrl-C ending running steps cleanly.
   Interrupts interrupts;
+  if (live) live->begin();
   auto outcome = (*session)->run(interrupts.cancel_fd());
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!outcome.ok()) return report(outcome.error());

@@ -35,6 +35,7 @@ std::function<int()> setup_run(CLI::App& app);
 std::function<int()> setup_report(CLI::App& app);
 std::function<int()> setup_runs(CLI::App& app);
 std::function<int()> setup_log(CLI::App& app);
+std::function<int()> setup_status(CLI::App& app);
 std::function<int()> setup_methods(CLI::App& app);
 std::function<int()> setup_store(CLI::App& app);
 

@@ -395,10 +395,14 @@ bool LaunchStepRunner::through_launcher(Attempt& a, launch::AppSpec& app) {
 std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch::JobSpec job,
                                                              const Events& events) {
   const bool here = a.r.node == o_.host;
+  // Its output is kept for its report, and shown on the live board as it comes.
+  LiveBoard::Entry live;
+  if (o_.live != nullptr) live = o_.live->started(a.s.name, a.p);
   launch::OutputSinks sinks;
-  sinks.out = [&a](std::string_view line) {
+  sinks.out = [&a, &live](std::string_view line) {
     std::lock_guard<std::mutex> lock(a.log_mu);
     a.log.append(line);
+    LiveBoard::write(live, line);
   };
   sinks.err = sinks.out;
   // Which GPUs its processes really held, where NVML can say (gpu_proof.h).
@@ -415,6 +419,7 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
   // Its processes are gone: the cores and GPUs go back to the pool now, and the next
   // step starts while this one is hashed and published (that work is berth's own).
   end_now(a);
+  if (o_.live != nullptr) o_.live->ended(live, outcome.ok() ? outcome->exit_code : 1);
   events.exited();
   if (!outcome.ok()) {
     fail(a, outcome.error().message());

@@ -35,6 +35,7 @@
 #include "pipeline/gpu_proof.h"
 #include "pipeline/graph.h"
 #include "pipeline/key.h"
+#include "pipeline/live_board.h"
 #include "pipeline/staging.h"
 #include "pipeline/step_cache.h"
 #include "pipeline/step_runner.h"
@@ -62,6 +63,9 @@ struct LaunchRunnerOptions {
   // What starts a step's processes on this node (null: the real one); a test's fake
   // sees each request and may refuse it (fake_spawner_for_test.h).
   launch::Spawner* spawner = nullptr;
+  // Where each step running here is shown while it runs, its output as it comes
+  // (live_board.h); null: nowhere.
+  LiveBoard* live = nullptr;
 };
 
 class LaunchStepRunner final : public StepRunner {

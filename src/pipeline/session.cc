@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -172,6 +171,7 @@ struct Session::State {
     lo.clock = o.clock;
     if (o.keep_failed) lo.keep_failed = fs::path(report_path).parent_path().string() + "/failed";
     lo.output = sinks.step_output;
+    lo.live = o.live;
     return std::make_unique<LaunchStepRunner>(*graph, *staging, env, std::move(lo));
   }
   // The record found, and where this run publishes (publish.h).

@@ -31,6 +31,7 @@
 
 #include "pipeline/config.h"
 #include "pipeline/executor.h"
+#include "pipeline/live_board.h"
 #include "pipeline/report.h"
 #include "pipeline/report_file.h"
 #include "pipeline/run_outcome.h"
@@ -72,6 +73,9 @@ struct SessionOptions {
   bool process_exits = false;
   // The run's clock, for the session and everything it runs (null: the real one).
   const Clock* clock = nullptr;
+  // Where the steps running here are shown to other processes (live_board.h); null:
+  // nowhere. The caller keeps it, and feeds it the run's progress.
+  LiveBoard* live = nullptr;
 };
 
 // Where the run happens: what the CLI's context (or Python's) discovered.

@@ -1,0 +1,290 @@
+// The live board (live_board.h).
+#include "pipeline/live_board.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "util/files.h"
+#include "util/strings.h"
+
+namespace berth::pipeline {
+namespace {
+
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+int64_t ms_of(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+std::string this_host() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
+// Whether the board's run is alive: "" when it is (or cannot be checked from this
+// host), else why it is taken for gone.
+std::string why_gone(const Board& b) {
+  if (b.host != this_host() || b.pid <= 0) return {};
+  if (::kill(static_cast<pid_t>(b.pid), 0) != 0 && errno == ESRCH) {
+    return fmt::format("its process {} on {} is gone", b.pid, b.host);
+  }
+  // The pid was given to another process since (the start times differ).
+  uint64_t now = process_start_ticks(b.pid);
+  if (b.pid_start != 0 && now != 0 && now != b.pid_start) {
+    return fmt::format("its process {} on {} is gone (the pid is another process's now)", b.pid,
+                       b.host);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string board_path(const std::string& pipeline_dir) { return pipeline_dir + "/live.json"; }
+
+std::string board_json(const Board& b) {
+  json steps = json::array();
+  for (const auto& s : b.running) {
+    steps.push_back({{"step", s.step},
+                     {"node", s.node},
+                     {"cores", s.cores},
+                     {"gpus", s.gpus},
+                     {"since_ms", s.since_ms},
+                     {"output", s.output}});
+  }
+  json j = {{"version", kBoardFormatVersion},
+            {"pipeline", b.pipeline},
+            {"pid", b.pid},
+            {"pid_start", b.pid_start},
+            {"host", b.host},
+            {"started_ms", b.started_ms},
+            {"ended_ms", b.ended_ms},
+            {"running", std::move(steps)},
+            {"total", b.total},
+            {"done", b.done},
+            {"waiting", b.waiting},
+            {"deferred", b.deferred}};
+  return j.dump() + "\n";
+}
+
+Result<Board> parse_board(std::string_view text, const std::string& path) {
+  auto bad = [&path](std::string_view why) {
+    return fail(Errc::kInvalidInput, fmt::format("{}: not a live board: {}", path, why));
+  };
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return bad("not a JSON object");
+  if (j.value("version", 0) != kBoardFormatVersion) return bad("unknown version");
+  Board b;
+  try {
+    b.pipeline = j.at("pipeline").get<std::string>();
+    b.pid = j.at("pid").get<int64_t>();
+    b.pid_start = j.at("pid_start").get<uint64_t>();
+    b.host = j.at("host").get<std::string>();
+    b.started_ms = j.at("started_ms").get<int64_t>();
+    b.ended_ms = j.at("ended_ms").get<int64_t>();
+    b.total = j.at("total").get<size_t>();
+    b.done = j.at("done").get<size_t>();
+    b.waiting = j.at("waiting").get<size_t>();
+    b.deferred = j.at("deferred").get<size_t>();
+    for (const auto& s : j.at("running")) {
+      b.running.push_back({s.at("step").get<std::string>(), s.at("node").get<std::string>(),
+                           s.at("cores").get<std::vector<int>>(),
+                           s.at("gpus").get<std::vector<std::string>>(),
+                           s.at("since_ms").get<int64_t>(), s.at("output").get<std::string>()});
+    }
+  } catch (const json::exception& e) {
+    return bad(e.what());
+  }
+  return b;
+}
+
+Result<BoardRead> read_board(const std::string& pipeline_dir) {
+  BoardRead r;
+  r.path = board_path(pipeline_dir);
+  auto text = files::read_file(r.path);
+  if (!text.ok()) {
+    if (text.error().code() == Errc::kNotFound) return r;
+    return text.error();
+  }
+  BERTH_TRY(r.board, parse_board(*text, r.path));
+  r.stale = r.board.ended_ms != 0 ? std::string() : why_gone(r.board);
+  r.state = r.board.ended_ms != 0 ? BoardRead::State::kEnded
+            : r.stale.empty()     ? BoardRead::State::kRunning
+                                  : BoardRead::State::kStale;
+  return r;
+}
+
+LiveBoard::LiveBoard(std::string pipeline_dir, std::string pipeline, const Clock& clock)
+    : dir_(std::move(pipeline_dir)), clock_(clock) {
+  board_.pipeline = fs::absolute(pipeline).lexically_normal().string();
+  board_.pid = ::getpid();
+  board_.pid_start = process_start_ticks(board_.pid);
+  board_.host = this_host();
+  outputs_ = fmt::format("{}/live/{}.{}", dir_, board_.host, board_.pid);
+}
+
+void LiveBoard::begin() {
+  board_.started_ms = ms_of(clock_.wall());
+  // Output directories of runs of this host that are gone (killed) go first; another
+  // host's runs are its own to judge.
+  std::error_code ec;
+  const std::string mine = board_.host + ".";
+  for (const auto& d : fs::directory_iterator(dir_ + "/live", ec)) {
+    std::string name = d.path().filename().string();
+    if (name.rfind(mine, 0) != 0) continue;
+    auto pid = str::parse_uint(std::string_view(name).substr(mine.size()), 1u << 30);
+    if (pid.ok() && ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH) {
+      fs::remove_all(d.path(), ec);
+    }
+  }
+  fs::create_directories(outputs_, ec);
+  if (ec) problem_ = fmt::format("cannot create {}: {}", outputs_, ec.message());
+  thread_ = std::thread([this] { flusher(); });
+}
+
+LiveBoard::~LiveBoard() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    board_.running.clear();
+    board_.ended_ms = ms_of(clock_.wall());
+  }
+  wake_.notify_all();
+  thread_.join();
+  // The outputs go; each step's exit status stays, a few bytes, for a follower that
+  // looks after the run ended (the next run of this host sweeps them).
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(outputs_, ec)) {
+    if (f.path().extension() == ".log") fs::remove(f.path(), ec);
+  }
+}
+
+LiveBoard::Entry LiveBoard::started(const std::string& step, const place::Placement& where) {
+  Entry e;
+  BoardStep s;
+  s.step = step;
+  s.node = where.nodes.empty() ? std::string() : where.nodes[0];
+  for (const auto& set : where.cores) s.cores.insert(s.cores.end(), set.begin(), set.end());
+  s.gpus = where.gpu_ids;
+  s.since_ms = ms_of(clock_.wall());
+  // The file is made before the board names it, so that a reader finds what it was
+  // told of; outputs_ and the ids are this object's alone, read without the lock.
+  e.id = next_id_.fetch_add(1);
+  e.output = fmt::format("{}/{}.log", outputs_, e.id);
+  e.fd = ::open(e.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  s.output = e.output;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    board_.running.push_back(std::move(s));
+    ids_.push_back(e.id);
+    dirty_ = true;
+  }
+  wake_.notify_all();
+  return e;
+}
+
+void LiveBoard::write(const Entry& e, std::string_view text) {
+  if (e.fd < 0) return;
+  // Best effort: a full disk loses the live copy only (the report keeps the output).
+  (void)files::write_all(e.fd, text.data(), text.size(), e.output);
+}
+
+void LiveBoard::ended(Entry& e, int exit_code) {
+  if (e.fd >= 0) ::close(e.fd);
+  e.fd = -1;
+  // The exit status before the board forgets the step: a follower that sees it gone
+  // finds the status there.
+  std::string exit_file = e.output.substr(0, e.output.size() - 4) + ".exit";
+  (void)files::write_file_atomic(exit_file, fmt::format("{}\n", exit_code), false);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t k = 0; k < ids_.size(); ++k) {
+      if (ids_[k] != e.id) continue;
+      ids_.erase(ids_.begin() + static_cast<std::ptrdiff_t>(k));
+      board_.running.erase(board_.running.begin() + static_cast<std::ptrdiff_t>(k));
+      break;
+    }
+    dirty_ = true;
+  }
+  wake_.notify_all();
+}
+
+void LiveBoard::progress(const Progress& p) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t waiting = p.total - std::min(p.total, p.done + p.running + p.deferred);
+    if (board_.total == p.total && board_.done == p.done && board_.waiting == waiting &&
+        board_.deferred == p.deferred) {
+      return;
+    }
+    board_.total = p.total;
+    board_.done = p.done;
+    board_.waiting = waiting;
+    board_.deferred = p.deferred;
+    dirty_ = true;
+  }
+  wake_.notify_all();
+}
+
+void LiveBoard::flusher() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [this] { return dirty_ || stop_; });
+    Board copy = board_;
+    dirty_ = false;
+    bool last = stop_;
+    lock.unlock();
+    write_now(copy);
+    if (last) return;
+    lock.lock();
+    // At most one write per interval, however many steps start meanwhile; the end of
+    // the run does not wait for it.
+    wake_.wait_for(lock, kBoardInterval, [this] { return stop_; });
+  }
+}
+
+void LiveBoard::write_now(const Board& b) {
+  ++writes_;
+  auto w = files::write_file_atomic(board_path(dir_), board_json(b), false);
+  if (!w.ok() && problem_.empty()) problem_ = w.error().message();
+}
+
+std::optional<int> live_exit_status(const std::string& output) {
+  if (output.size() < 4) return std::nullopt;
+  auto text = files::read_file(output.substr(0, output.size() - 4) + ".exit", 64);
+  if (!text.ok()) return std::nullopt;
+  auto code = str::parse_uint(str::trim(*text), 255);
+  if (!code.ok()) return 1;
+  return static_cast<int>(*code);
+}
+
+uint64_t process_start_ticks(int64_t pid) {
+  auto text = files::read_file(fmt::format("/proc/{}/stat", pid), 4096);
+  if (!text.ok()) return 0;
+  // The command name, in parentheses, may hold spaces: fields are counted after it.
+  size_t close = text->rfind(')');
+  if (close == std::string::npos) return 0;
+  auto fields = str::split(std::string_view(*text).substr(close + 1), ' ');
+  // Field 22 (starttime); the first after ')' is the empty one before field 3.
+  if (fields.size() <= 20) return 0;
+  auto ticks = str::parse_uint(fields[20], UINT64_MAX);
+  return ticks.ok() ? *ticks : 0;
+}
+
+std::string span_text(int64_t ms) {
+  int64_t s = std::max<int64_t>(0, ms / 1000);
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m {:02}s", s / 60, s % 60);
+  return fmt::format("{}h {:02}m", s / 3600, (s / 60) % 60);
+}
+
+}  // namespace berth::pipeline
