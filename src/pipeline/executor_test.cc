@@ -369,6 +369,56 @@ outputs = ["o"]
   EXPECT_EQ(r.count(StepState::kExecuted), 3);
 }
 
+// The progress line's "running" counts steps whose processes run. A step whose
+// processes ended gives its cores to the next step while it still stores its outputs:
+// on two cores four such steps are in flight at once, and never more than two run.
+TEST_F(ExecutorTest, ProgressCountsRunningProcessesNotStepsBeingPublished) {
+  // A runner whose steps' processes end at once and whose steps stay in flight,
+  // publishing, until the test lets them finish.
+  class PublishingRunner final : public StepRunner {
+   public:
+    void start(StepTask task, Events events) override {
+      events.exited();
+      held.push_back({std::move(task), std::move(events)});
+    }
+    void cancel() override { finish_all(); }
+    void join() override {}
+    void finish_all() {
+      for (auto& [task, events] : held) {
+        StepResult d;
+        d.step = task.step;
+        d.record = task.record;
+        d.record.state = StepState::kFailed;
+        d.record.reason = "published nothing";
+        events.done(std::move(d));
+      }
+      held.clear();
+    }
+    std::vector<std::pair<StepTask, Events>> held;
+  } publishing;
+  Graph g = graph(R"(
+[[step]]
+name = "s-{i}"
+foreach = { i = ["1", "2", "3", "4"] }
+run = "run {i}"
+outputs = ["o"]
+)");
+  o_.runner = &publishing;
+  size_t most_running = 0;
+  o_.progress = [&most_running](const Progress& p) {
+    most_running = std::max(most_running, p.running);
+  };
+  size_t most_held = 0;
+  on_idle = [&] {
+    most_held = std::max(most_held, publishing.held.size());
+    if (publishing.held.size() == 4) publishing.finish_all();
+  };
+  RunReport r = run(g, 2);
+  EXPECT_EQ(most_held, 4u);     // all four in flight on two cores
+  EXPECT_EQ(most_running, 2u);  // never more running than the cores
+  EXPECT_EQ(r.count(StepState::kFailed), 4);
+}
+
 // Worker mode: a step another worker holds is deferred, and re-armed after a backoff
 // on the clock (no sleep): by then the other worker has published it, so it is cached.
 TEST_F(ExecutorTest, AStepClaimedElsewhereIsDeferredThenFoundCached) {
