@@ -18,6 +18,7 @@
 #include "pipeline/executor_state.h"
 #include "pipeline/fit_check.h"
 #include "pipeline/key.h"
+#include "pipeline/no_core.h"
 #include "pipeline/step_key.h"
 #include "util/files.h"
 #include "util/idset.h"
@@ -28,8 +29,8 @@ namespace scheduler {
 namespace {
 
 Shape shape_of(const Step& s) {
-  SettledRequest q = settled_request(s);
-  return {q.tasks, q.cpus_per_task, q.gpus, q.nodes};
+  SettledRequest q = settled_request(s);  // no-core steps (0 cores) in a queue of their own
+  return {q.tasks, needs_no_core(s) ? 0 : q.cpus_per_task, q.gpus, q.nodes};
 }
 
 }  // namespace
@@ -273,7 +274,7 @@ void Executor::grant_queued() {
     while (!queue.empty() && !stop_new_ && !cancelled_ &&
            (o_.jobs <= 0 || in_flight_.in_flight() < static_cast<size_t>(o_.jobs))) {
       size_t i = queue.front();
-      auto grant = pool_.grant(request_of(g_.steps[i]));
+      auto grant = grant_for(pool_, g_.steps[i]);
       if (grant.ok() && !grant->has_value()) break;  // this shape waits for a release
       queue.pop_front();
       --queued_count_;

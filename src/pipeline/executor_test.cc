@@ -369,6 +369,49 @@ outputs = ["o"]
   EXPECT_EQ(r.count(StepState::kExecuted), 3);
 }
 
+// cores = 0: four such steps all run at once on a pool of one core, beside a step that
+// holds the core, unbound (no cores in their record) and saying so; -j still caps them.
+TEST_F(ExecutorTest, StepsThatNeedNoCoreRunBeyondTheCoresButWithinJobs) {
+  // `what` makes the keys of each run its own: nothing is cached from the one before.
+  auto pipeline = [this](const std::string& what) {
+    return graph(fmt::format(R"(
+[[step]]
+name = "io-{{i}}"
+foreach = {{ i = ["1", "2", "3", "4"] }}
+run = "fetch {{i}} {}"
+outputs = ["o"]
+cores = 0
+[[step]]
+name = "crunch"
+run = "crunch {}"
+outputs = ["o"]
+)",
+                             what, what));
+  };
+  const std::vector<std::string> all = {"io-1", "io-2", "io-3", "io-4", "crunch"};
+  for (const auto& n : all) runner_.outcomes[n].hold = true;
+  size_t most_running = 0;
+  o_.progress = [&most_running](const Progress& p) {
+    most_running = std::max(most_running, p.running);
+  };
+  on_idle = [this, &all] {
+    for (const auto& n : all) {
+      if (!runner_.key_of(n).empty()) return runner_.release(n);
+    }
+  };
+  RunReport r = run(pipeline("first"), 1);
+  EXPECT_EQ(runner_.max_running, 5);
+  EXPECT_EQ(most_running, 5u);  // what runs, past the one core: none of them waits for it
+  EXPECT_EQ(r.count(StepState::kExecuted), 5);
+  EXPECT_EQ(step(r, "io-1").cores, "");
+  EXPECT_EQ(step(r, "crunch").cores, "0");
+  o_.jobs = 2;
+  runner_.max_running = 0;
+  r = run(pipeline("capped"), 1);
+  EXPECT_EQ(runner_.max_running, 2);
+  EXPECT_EQ(r.count(StepState::kExecuted), 5);
+}
+
 // The progress line's "running" counts steps whose processes run. A step whose
 // processes ended gives its cores to the next step while it still stores its outputs:
 // on two cores four such steps are in flight at once, and never more than two run.
