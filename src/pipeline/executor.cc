@@ -236,20 +236,17 @@ void Executor::prepare(size_t i) {
   if (primary && *primary != i) {
     const std::string& first = g_.steps[*primary].name;
     twins_[*primary].push_back(i);
-    if (!o_.dry_run) ++twins_waiting_;
-    if (o_.dry_run) {
-      set_state(i, StepState::kSkipped);
-      rec.reason = fmt::format("would run: the same key as '{}', computed once", first);
-    } else {
-      rec.reason = fmt::format("waits for '{}', which has the same key", first);
-    }
+    if (o_.dry_run) set_state(i, StepState::kWouldRun);
+    twins_waiting_ += o_.dry_run ? 0 : 1;
+    rec.reason = o_.dry_run ? fmt::format("the same key as '{}', computed once", first)
+                            : fmt::format("waits for '{}', which has the same key", first);
     return;
   }
   if (!primary) primaries_.insert(i);
   if (o_.dry_run) {
     // Dependents stay pending: their inputs are not known until this runs.
-    set_state(i, StepState::kSkipped);
-    rec.reason = fmt::format("would run: {}", explainer_.why(g_.steps[i].name, rec.basis));
+    set_state(i, StepState::kWouldRun);
+    rec.reason = explainer_.why(g_.steps[i].name, rec.basis);
     return;
   }
   rec.reason = explainer_.why(g_.steps[i].name, rec.basis);
@@ -442,6 +439,7 @@ Result<void> Executor::begin() {
   report_.pipeline = g_.name;
   report_.store = store_.describe();
   report_.worker = o_.worker;
+  report_.dry_run = o_.dry_run;
   report_.notices = store_.notices();
   report_.started = utc_text(clock_.wall());
   size_t n = g_.steps.size();
@@ -627,8 +625,8 @@ RunReport Executor::end() {
     StepRecord& rec = report_.steps[i];
     if (rec.state != StepState::kPending) continue;
     if (o_.dry_run) {
-      set_state(i, StepState::kSkipped);
-      rec.reason = "would run: an input it reads would be recomputed";
+      set_state(i, StepState::kWouldRun);
+      rec.reason = "an input it reads would be recomputed";
     } else {
       set_state(i, cancelled_ ? StepState::kCancelled : StepState::kSkipped);
       rec.reason = cancelled_ ? "not run: the run was interrupted" : "not run: --fail-fast";

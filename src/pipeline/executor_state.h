@@ -60,7 +60,7 @@ class Executor {
   // entry does not say.
   bool ensure_outputs(size_t i);
   // Keys a ready step, then: cached → finished; the same key as a step of this run
-  // already queued or running → waits for it; dry run → "would run"; otherwise queued
+  // already queued or running → waits for it; dry run → would-run; otherwise queued
   // for a placement.
   void prepare(size_t i);
   // Starts queued steps while the pool grants them.

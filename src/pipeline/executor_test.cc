@@ -300,7 +300,11 @@ outputs = ["o"]
   o_.dry_run = true;
   RunReport r = run(g);
   EXPECT_TRUE(runner_.started.empty());
-  EXPECT_EQ(step(r, "e-2").reason, "would run: the same key as 'e-1', computed once");
+  // Counted as would-run, not as skipped, and the reason does not say its state again.
+  EXPECT_EQ(step(r, "e-1").state, StepState::kWouldRun);
+  EXPECT_EQ(step(r, "e-2").state, StepState::kWouldRun);
+  EXPECT_EQ(step(r, "e-2").reason, "the same key as 'e-1', computed once");
+  EXPECT_EQ(r.count(StepState::kSkipped), 0);
 }
 
 TEST_F(ExecutorTest, CancelEndsRunningStepsAndStartsNoMore) {
