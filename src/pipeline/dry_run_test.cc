@@ -57,8 +57,7 @@ TEST(DryRun, ACommandIsRenderedAsItRunsInItsStagingDirectory) {
   EXPECT_EQ(dry_run_command(named(g, "total")),
             "LANG=C cat in/parts.0/counts in/parts.1/counts --out=out/sum 'two words'");
   // A script with env: through sh -c, so that the variables reach all of it.
-  EXPECT_EQ(dry_run_command(named(g, "note")),
-            "WHO='it'\\''s me' sh -c 'echo \"$WHO\" > out/o'");
+  EXPECT_EQ(dry_run_command(named(g, "note")), "WHO='it'\\''s me' sh -c 'echo \"$WHO\" > out/o'");
 }
 
 TEST(DryRun, TheReportGetsEachStepsTemplateAndEachWouldRunStepsCommand) {

@@ -106,9 +106,9 @@ TEST(RunListing, AnOrdinaryRunListsOnlyWhatWentWrongWithItsHint) {
   o.hint = [](const StepRecord& s) {
     return s.state == StepState::kFailed ? "; its output: berth log p " + s.name : "";
   };
-  EXPECT_EQ(step_lines(r, o), (std::vector<std::string>{
-                                  "failed    b: boom; its output: berth log p b",
-                                  "skipped   c: not run: 'b' failed"}));
+  EXPECT_EQ(step_lines(r, o),
+            (std::vector<std::string>{"failed    b: boom; its output: berth log p b",
+                                      "skipped   c: not run: 'b' failed"}));
 }
 
 TEST(RunListing, TheSummaryLineCountsWouldRunStepsApartFromSkippedOnes) {
