@@ -1,6 +1,7 @@
 // A dry run's templates and commands (dry_run.h).
 #include "pipeline/dry_run.h"
 
+#include <cstdint>
 #include <map>
 #include <vector>
 

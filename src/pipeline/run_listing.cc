@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 namespace berth::pipeline {
 namespace {
 
