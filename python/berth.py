@@ -299,7 +299,7 @@ class _Launched(_subprocess.Popen):
 class RunReport(Record):
     """A run's report (`berth run --format json`, `berth report --format json`):
     pipeline, store, started, elapsed_s, the counts (executed, cached, failed, skipped,
-    refused, cancelled), steps (name, state, key, reason, node, cores, outputs, ...),
+    refused, cancelled; a dry run's also would_run), steps (name, state, key, reason, node, cores, outputs, ...),
     divergences, problems, notices, leases."""
 
     def __init__(self, data, exit_code=None, worker=""):

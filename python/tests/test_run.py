@@ -151,7 +151,10 @@ def test_dry_run_runs_nothing(tmp_path):
     path = write(tmp_path, PIPELINE)
     rep = berth.run(path, dry_run=True)
     assert rep.executed == 0
-    assert all(s.reason.startswith("would run") for s in rep.steps)
+    # Counted as would-run, not as skipped; each reason said once, not "would run: …".
+    assert all(s.state == "would-run" for s in rep.steps)
+    assert rep.would_run == len(rep.steps) and rep.skipped == 0
+    assert not any(s.reason.startswith("would run") for s in rep.steps)
     assert not (tmp_path / "results").exists()
 
 

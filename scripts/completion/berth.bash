@@ -21,7 +21,7 @@ _berth_options() {
         --memory-cap --format --run --auto --count $_berth_machine_opts $_berth_alloc_opts"
       ;;
     run)
-      echo "-h --help --config --configfile --store --results --cache --worker --lease --store-patience --dry-run --fail-fast -j --jobs
+      echo "-h --help --config --configfile --store --results --cache --worker --lease --store-patience --dry-run --commands --every-step --fail-fast -j --jobs
         --keep-going --keep-failed --no-step-output --format $_berth_machine_opts $_berth_alloc_opts"
       ;;
     report) echo "-h --help --html --store --format --run" ;;
@@ -56,7 +56,7 @@ _berth_arity() {
   esac
   case $2 in
     -h | --help | --keep-fqdn | --run | --auto | --dry-run | --fail-fast | --keep-going | --keep-failed | \
-      --report-bindings | --oversubscribe | --worker | --no-step-output)
+      --report-bindings | --oversubscribe | --worker | --no-step-output | --commands | --every-step)
       echo 0
       ;;
     --prepend-env | --append-env) echo 2 ;;

@@ -20,6 +20,7 @@
 #include "cli/last_run.h"
 #include "cli/run_live.h"
 #include "cli/version.h"
+#include "pipeline/run_listing.h"
 #include "pipeline/session.h"
 #include "util/strings.h"
 
@@ -86,6 +87,8 @@ struct RunFlags {
   std::string results;
   std::string cache;
   bool dry_run = false;
+  bool commands = false;    // --commands: a dry run's would-run steps' commands
+  bool every_step = false;  // --every-step: a dry run's every step, never summarised
   bool fail_fast = false;
   bool keep_failed = false;
   int jobs = 0;
@@ -99,19 +102,6 @@ struct RunFlags {
   std::string lease = "10m";
   std::string store_patience = "3m";
 };
-
-std::string summary_line(const pipeline::RunReport& r) {
-  using pipeline::StepState;
-  auto counts = r.counts();  // one pass over 10^6 steps, not six
-  auto n = [&counts](StepState s) { return counts[static_cast<size_t>(s)]; };
-  return fmt::format(
-      "{} step(s): {} executed, {} cached, {} failed, {} skipped, {} refused{} "
-      "in {:.2f} s",
-      r.steps.size(), n(StepState::kExecuted), n(StepState::kCached), n(StepState::kFailed),
-      n(StepState::kSkipped), n(StepState::kRefused),
-      n(StepState::kCancelled) ? fmt::format(", {} cancelled", n(StepState::kCancelled)) : "",
-      r.elapsed_s);
-}
 
 std::string clock_text(double seconds) {
   auto s = static_cast<long>(seconds + 0.5);
@@ -156,16 +146,12 @@ void print_outcome(const pipeline::RunOutcome& out, const RunFlags& f) {
     return;
   }
   const pipeline::RunReport& rep = *out.report;
-  for (const auto& s : rep.steps) {
-    if (f.dry_run || s.state == pipeline::StepState::kFailed ||
-        s.state == pipeline::StepState::kRefused || s.state == pipeline::StepState::kSkipped) {
-      bool would = f.dry_run && s.reason.rfind("would run", 0) == 0;
-      // A failure says where its whole output is kept.
-      std::string hint = s.log.empty() ? "" : "; its output: " + log_command(f.pipeline, s.name);
-      std::printf("%-9s %s%s%s%s\n", would ? "would-run" : pipeline::step_state_name(s.state),
-                  s.name.c_str(), s.reason.empty() ? "" : ": ", s.reason.c_str(), hint.c_str());
-    }
-  }
+  pipeline::ListingOptions lo{f.dry_run, f.every_step, f.commands, nullptr};
+  // A failure says where its whole output is kept.
+  lo.hint = [&f](const pipeline::StepRecord& s) {
+    return s.log.empty() ? "" : "; its output: " + log_command(f.pipeline, s.name);
+  };
+  for (const auto& line : pipeline::step_lines(rep, lo)) std::printf("%s\n", line.c_str());
   for (const auto& p : rep.problems) std::printf("problem: %s\n", p.c_str());
   for (const auto& d : rep.divergences) {
     std::printf("divergence: %s output %s: ours %s, theirs %s\n", d.step.c_str(), d.output.c_str(),
@@ -180,10 +166,15 @@ void print_outcome(const pipeline::RunOutcome& out, const RunFlags& f) {
         rep.leases.lost ? fmt::format(", {} lost to another worker", rep.leases.lost).c_str()
                         : "");
   }
-  std::printf("%s\n", summary_line(rep).c_str());
+  std::printf("%s\n", pipeline::summary_line(rep).c_str());
 }
 
 int run_pipeline(const RunFlags& f) {
+  if ((f.commands || f.every_step) && !f.dry_run) {
+    return report(
+        Error(Errc::kInvalidInput,
+              fmt::format("{} goes with --dry-run", f.commands ? "--commands" : "--every-step")));
+  }
   if (f.fail_fast && f.keep_going) {
     return report(Error(Errc::kInvalidInput,
                         "--fail-fast and --keep-going ask for opposite things; give one"));
@@ -202,6 +193,7 @@ int run_pipeline(const RunFlags& f) {
   o.results = f.results;
   o.cache = f.cache;
   o.dry_run = f.dry_run;
+  o.dry_run_commands = f.commands;
   o.fail_fast = f.fail_fast && !f.keep_going;
   o.keep_failed = f.keep_failed;
   o.jobs = f.jobs;
@@ -291,6 +283,11 @@ std::function<int()> setup_run(CLI::App& app) {
                  "How long an unanswering store is waited for before a step fails")
       ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
+  app.add_flag("--commands", f->commands,
+               "With --dry-run: print each step that would run as NAME: COMMAND, the command "
+               "as it would be run in its staging directory");
+  app.add_flag("--every-step", f->every_step,
+               "With --dry-run: a line for every step, never a summary per step template");
   app.add_flag("--fail-fast", f->fail_fast, "Stop starting steps after the first failure");
   app.add_flag("--keep-failed", f->keep_failed,
                "Keep a failed step's staging directory, with a command.sh that runs it "

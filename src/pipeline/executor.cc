@@ -18,6 +18,7 @@
 #include "pipeline/executor_state.h"
 #include "pipeline/fit_check.h"
 #include "pipeline/key.h"
+#include "pipeline/no_core.h"
 #include "pipeline/step_key.h"
 #include "util/files.h"
 #include "util/idset.h"
@@ -28,8 +29,8 @@ namespace scheduler {
 namespace {
 
 Shape shape_of(const Step& s) {
-  SettledRequest q = settled_request(s);
-  return {q.tasks, q.cpus_per_task, q.gpus, q.nodes};
+  SettledRequest q = settled_request(s);  // no-core steps (0 cores) in a queue of their own
+  return {q.tasks, needs_no_core(s) ? 0 : q.cpus_per_task, q.gpus, q.nodes};
 }
 
 }  // namespace
@@ -115,7 +116,7 @@ void Executor::notify() {
   Progress p;
   p.total = g_.steps.size();
   for (const auto& [st, n] : counts_) p.done += static_cast<size_t>(n);
-  p.running = running_;
+  p.running = in_flight_.running();  // processes, not steps being published
   p.deferred = deferred_.size();
   p.executed = counts_[StepState::kExecuted];
   p.cached = counts_[StepState::kCached];
@@ -129,7 +130,7 @@ void Executor::notify() {
     double mean = executed_seconds_ / p.executed;
     size_t not_run = p.done + twins_waiting_ + deferred_.size();
     double left = static_cast<double>(p.total > not_run ? p.total - not_run : 0);
-    p.eta_s = mean * left / static_cast<double>(std::max<size_t>(1, max_running_));
+    p.eta_s = mean * left / static_cast<double>(std::max<size_t>(1, in_flight_.most()));
   }
   o_.progress(p);
 }
@@ -139,7 +140,7 @@ void Executor::skip_dependents(size_t i, const std::string& why) {
   while (!stack.empty()) {
     size_t j = stack.back();
     stack.pop_back();
-    if (report_.steps[j].state != StepState::kPending || running_flag_[j]) continue;
+    if (report_.steps[j].state != StepState::kPending || in_flight_.started(j)) continue;
     set_state(j, StepState::kSkipped);
     report_.steps[j].reason = why;
     for (size_t k : dependents_[j]) stack.push_back(k);
@@ -235,20 +236,17 @@ void Executor::prepare(size_t i) {
   if (primary && *primary != i) {
     const std::string& first = g_.steps[*primary].name;
     twins_[*primary].push_back(i);
-    if (!o_.dry_run) ++twins_waiting_;
-    if (o_.dry_run) {
-      set_state(i, StepState::kSkipped);
-      rec.reason = fmt::format("would run: the same key as '{}', computed once", first);
-    } else {
-      rec.reason = fmt::format("waits for '{}', which has the same key", first);
-    }
+    if (o_.dry_run) set_state(i, StepState::kWouldRun);
+    twins_waiting_ += o_.dry_run ? 0 : 1;
+    rec.reason = o_.dry_run ? fmt::format("the same key as '{}', computed once", first)
+                            : fmt::format("waits for '{}', which has the same key", first);
     return;
   }
   if (!primary) primaries_.insert(i);
   if (o_.dry_run) {
     // Dependents stay pending: their inputs are not known until this runs.
-    set_state(i, StepState::kSkipped);
-    rec.reason = fmt::format("would run: {}", explainer_.why(g_.steps[i].name, rec.basis));
+    set_state(i, StepState::kWouldRun);
+    rec.reason = explainer_.why(g_.steps[i].name, rec.basis);
     return;
   }
   rec.reason = explainer_.why(g_.steps[i].name, rec.basis);
@@ -271,9 +269,9 @@ bool Executor::claim(size_t i) {
 void Executor::grant_queued() {
   for (auto& [shape, queue] : queued_) {
     while (!queue.empty() && !stop_new_ && !cancelled_ &&
-           (o_.jobs <= 0 || running_ < static_cast<size_t>(o_.jobs))) {
+           (o_.jobs <= 0 || in_flight_.in_flight() < static_cast<size_t>(o_.jobs))) {
       size_t i = queue.front();
-      auto grant = pool_.grant(request_of(g_.steps[i]));
+      auto grant = grant_for(pool_, g_.steps[i]);
       if (grant.ok() && !grant->has_value()) break;  // this shape waits for a release
       queue.pop_front();
       --queued_count_;
@@ -296,9 +294,7 @@ void Executor::grant_queued() {
 }
 
 void Executor::start(size_t i, place::Grant grant) {
-  running_flag_[i] = 1;
-  ++running_;
-  max_running_ = std::max(max_running_, running_);
+  in_flight_.start(i);
   StepRecord& rec = report_.steps[i];
   rec.key = key(i);
   // Every node the step runs on, not only the first (a two-node MPI step is on both).
@@ -443,6 +439,7 @@ Result<void> Executor::begin() {
   report_.pipeline = g_.name;
   report_.store = store_.describe();
   report_.worker = o_.worker;
+  report_.dry_run = o_.dry_run;
   report_.notices = store_.notices();
   report_.started = utc_text(clock_.wall());
   size_t n = g_.steps.size();
@@ -453,7 +450,7 @@ Result<void> Executor::begin() {
   primaries_.reserve(n);
   keyed_.assign(n, 0);
   attempts_.assign(n, 0);
-  running_flag_.assign(n, 0);
+  in_flight_.resize(n);
   released_early_.assign(n, 0);
   input_stamps_.assign(n, {});
   facts_.assign(o_.record_settled ? n : 0, {});
@@ -494,7 +491,7 @@ void Executor::commit_now_and_then() {
 }
 
 bool Executor::refuse_what_never_fits() {
-  if (running_ != 0 || queued_count_ == 0 || stop_new_ || cancelled_) return false;
+  if (in_flight_.in_flight() != 0 || queued_count_ == 0 || stop_new_ || cancelled_) return false;
   // Nothing runs and still nothing fits: it never will (a reservation holds it).
   for (auto& [shape, queue] : queued_) {
     for (size_t i : queue) {
@@ -556,7 +553,10 @@ void Executor::wait_for_news() {
 
 void Executor::take_mail() {
   RunnerMailbox::Mail mail = mailbox_.take();
-  for (uint64_t id : mail.exited) pool_.release(id);
+  for (auto [i, id] : mail.exited) {
+    pool_.release(id);
+    in_flight_.exited(i);
+  }
   for (auto& [i, outputs] : mail.known) {
     // Before its Done (posted after this, by the same thread): dependents may start.
     report_.steps[i].outputs = std::move(outputs);
@@ -569,8 +569,7 @@ void Executor::take_mail() {
 }
 
 void Executor::step_done(StepResult& d) {
-  --running_;
-  running_flag_[d.step] = 0;
+  in_flight_.done(d.step);
   for (auto& dv : d.divergences) report_.divergences.push_back(dv);
   for (auto& p : d.problems) report_.problems.push_back(p);
   bool ok = d.record.state == StepState::kExecuted;
@@ -611,7 +610,7 @@ void Executor::schedule() {
     grant_queued();
     commit_now_and_then();
     if (refuse_what_never_fits()) continue;
-    bool idle = running_ == 0 && ready_.empty() && retrying_.empty();
+    bool idle = in_flight_.in_flight() == 0 && ready_.empty() && retrying_.empty();
     if (idle && (deferred_.empty() || cancelled_ || stop_new_)) break;
     wait_for_news();
     rearm_when_due();
@@ -626,8 +625,8 @@ RunReport Executor::end() {
     StepRecord& rec = report_.steps[i];
     if (rec.state != StepState::kPending) continue;
     if (o_.dry_run) {
-      set_state(i, StepState::kSkipped);
-      rec.reason = "would run: an input it reads would be recomputed";
+      set_state(i, StepState::kWouldRun);
+      rec.reason = "an input it reads would be recomputed";
     } else {
       set_state(i, cancelled_ ? StepState::kCancelled : StepState::kSkipped);
       rec.reason = cancelled_ ? "not run: the run was interrupted" : "not run: --fail-fast";

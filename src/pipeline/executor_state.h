@@ -15,6 +15,7 @@
 
 #include "pipeline/executor.h"
 #include "pipeline/explain.h"
+#include "pipeline/in_flight.h"
 #include "pipeline/probe.h"
 #include "pipeline/record_reuse.h"
 #include "pipeline/run_claims.h"
@@ -59,7 +60,7 @@ class Executor {
   // entry does not say.
   bool ensure_outputs(size_t i);
   // Keys a ready step, then: cached → finished; the same key as a step of this run
-  // already queued or running → waits for it; dry run → "would run"; otherwise queued
+  // already queued or running → waits for it; dry run → would-run; otherwise queued
   // for a placement.
   void prepare(size_t i);
   // Starts queued steps while the pool grants them.
@@ -156,8 +157,7 @@ class Executor {
     return keyed_[i] ? to_hex(digests_.data() + kDigestBytes * i, kDigestBytes) : std::string();
   }
   RunClaims claims_{o_.leases, clock_, report_.leases, g_.steps.size()};
-  size_t twins_waiting_ = 0;                     // steps waiting for an equal key's result
-  std::vector<char> running_flag_;
+  size_t twins_waiting_ = 0;  // steps waiting for an equal key's result
   // Equal keys: the step computing each key in this run, and the steps waiting on it.
   // By digest(i), which stays as it is while step i is here: a flat index of steps,
   // not a map of 10^6 copies of their keys.
@@ -167,8 +167,7 @@ class Executor {
   };
   FlatIndex<KeyOf> primaries_{KeyOf{this}};
   std::map<size_t, std::vector<size_t>> twins_;
-  size_t running_ = 0;
-  size_t max_running_ = 0;
+  InFlight in_flight_;  // steps started, and those whose processes still run
   bool stop_new_ = false;
   bool cancelled_ = false;
   std::map<StepState, int> counts_;

@@ -300,7 +300,11 @@ outputs = ["o"]
   o_.dry_run = true;
   RunReport r = run(g);
   EXPECT_TRUE(runner_.started.empty());
-  EXPECT_EQ(step(r, "e-2").reason, "would run: the same key as 'e-1', computed once");
+  // Counted as would-run, not as skipped, and the reason does not say its state again.
+  EXPECT_EQ(step(r, "e-1").state, StepState::kWouldRun);
+  EXPECT_EQ(step(r, "e-2").state, StepState::kWouldRun);
+  EXPECT_EQ(step(r, "e-2").reason, "the same key as 'e-1', computed once");
+  EXPECT_EQ(r.count(StepState::kSkipped), 0);
 }
 
 TEST_F(ExecutorTest, CancelEndsRunningStepsAndStartsNoMore) {
@@ -367,6 +371,99 @@ outputs = ["o"]
   EXPECT_EQ(runner_.max_running, 2);
   EXPECT_EQ(runner_.started, (std::vector<std::string>{"s-1", "s-2", "s-3"}));
   EXPECT_EQ(r.count(StepState::kExecuted), 3);
+}
+
+// cores = 0: four such steps all run at once on a pool of one core, beside a step that
+// holds the core, unbound (no cores in their record) and saying so; -j still caps them.
+TEST_F(ExecutorTest, StepsThatNeedNoCoreRunBeyondTheCoresButWithinJobs) {
+  // `what` makes the keys of each run its own: nothing is cached from the one before.
+  auto pipeline = [this](const std::string& what) {
+    return graph(fmt::format(R"(
+[[step]]
+name = "io-{{i}}"
+foreach = {{ i = ["1", "2", "3", "4"] }}
+run = "fetch {{i}} {}"
+outputs = ["o"]
+cores = 0
+[[step]]
+name = "crunch"
+run = "crunch {}"
+outputs = ["o"]
+)",
+                             what, what));
+  };
+  const std::vector<std::string> all = {"io-1", "io-2", "io-3", "io-4", "crunch"};
+  for (const auto& n : all) runner_.outcomes[n].hold = true;
+  size_t most_running = 0;
+  o_.progress = [&most_running](const Progress& p) {
+    most_running = std::max(most_running, p.running);
+  };
+  on_idle = [this, &all] {
+    for (const auto& n : all) {
+      if (!runner_.key_of(n).empty()) return runner_.release(n);
+    }
+  };
+  RunReport r = run(pipeline("first"), 1);
+  EXPECT_EQ(runner_.max_running, 5);
+  EXPECT_EQ(most_running, 5u);  // what runs, past the one core: none of them waits for it
+  EXPECT_EQ(r.count(StepState::kExecuted), 5);
+  EXPECT_EQ(step(r, "io-1").cores, "");
+  EXPECT_EQ(step(r, "crunch").cores, "0");
+  o_.jobs = 2;
+  runner_.max_running = 0;
+  r = run(pipeline("capped"), 1);
+  EXPECT_EQ(runner_.max_running, 2);
+  EXPECT_EQ(r.count(StepState::kExecuted), 5);
+}
+
+// The progress line's "running" counts steps whose processes run. A step whose
+// processes ended gives its cores to the next step while it still stores its outputs:
+// on two cores four such steps are in flight at once, and never more than two run.
+TEST_F(ExecutorTest, ProgressCountsRunningProcessesNotStepsBeingPublished) {
+  // A runner whose steps' processes end at once and whose steps stay in flight,
+  // publishing, until the test lets them finish.
+  class PublishingRunner final : public StepRunner {
+   public:
+    void start(StepTask task, Events events) override {
+      events.exited();
+      held.push_back({std::move(task), std::move(events)});
+    }
+    void cancel() override { finish_all(); }
+    void join() override {}
+    void finish_all() {
+      for (auto& [task, events] : held) {
+        StepResult d;
+        d.step = task.step;
+        d.record = task.record;
+        d.record.state = StepState::kFailed;
+        d.record.reason = "published nothing";
+        events.done(std::move(d));
+      }
+      held.clear();
+    }
+    std::vector<std::pair<StepTask, Events>> held;
+  } publishing;
+  Graph g = graph(R"(
+[[step]]
+name = "s-{i}"
+foreach = { i = ["1", "2", "3", "4"] }
+run = "run {i}"
+outputs = ["o"]
+)");
+  o_.runner = &publishing;
+  size_t most_running = 0;
+  o_.progress = [&most_running](const Progress& p) {
+    most_running = std::max(most_running, p.running);
+  };
+  size_t most_held = 0;
+  on_idle = [&] {
+    most_held = std::max(most_held, publishing.held.size());
+    if (publishing.held.size() == 4) publishing.finish_all();
+  };
+  RunReport r = run(g, 2);
+  EXPECT_EQ(most_held, 4u);     // all four in flight on two cores
+  EXPECT_EQ(most_running, 2u);  // never more running than the cores
+  EXPECT_EQ(r.count(StepState::kFailed), 4);
 }
 
 // Worker mode: a step another worker holds is deferred, and re-armed after a backoff

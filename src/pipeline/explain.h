@@ -1,5 +1,5 @@
 // Explainer: why a step must run — what differs from its basis in the previous run
-// (spec 04 §8: a report's `reason`, a dry run's "would run: …").
+// (spec 04 §8: a report's `reason`, a dry run's reason for a would-run step).
 //
 // The previous run's bases come from the caller: a map given whole, or looked up one
 // step at a time in the previous report (the first few steps to explain, since most

@@ -7,6 +7,8 @@
 #include <optional>
 #include <tuple>
 
+#include "pipeline/no_core.h"
+
 namespace berth::pipeline {
 
 place::Request request_of(const Step& s) {
@@ -27,7 +29,7 @@ std::vector<NeverFits> never_fitting(const Graph& g, const std::vector<place::Po
   std::vector<NeverFits> out;
   for (size_t i = 0; i < g.steps.size(); ++i) {
     const Step& s = g.steps[i];
-    if (s.from_record) continue;
+    if (s.from_record || needs_no_core(s)) continue;  // a no-core step takes nothing
     place::Request r = request_of(s);
     Shape shape{r.tasks, r.cpus_per_task, r.gpus, r.gpu_share, r.nodes.value_or(-1)};
     auto it = why.find(shape);

@@ -120,6 +120,25 @@ const std::vector<std::string_view> kDefaultKeys = {
     "mpi",   "retries", "timeout", "tools", "env"};
 
 // `gpus`: a whole count, or a share of one device (0.5), kept in thousandths.
+// `cores`, after gpus, tasks and nodes: 0 is a step that needs no core of its own (spec
+// 04 §2.3), one task on the node berth runs on, beside the steps that hold cores; a
+// step that asks for more than that cannot also ask for none.
+Result<void> read_cores(TomlFields& f, StepSpec& s) {
+  BERTH_TRY(std::optional<int64_t> cores, f.integer("cores", 0, kMaxCores));
+  if (!cores) return Ok{};
+  s.cores = static_cast<int>(*cores);
+  if (s.cores > 0) return Ok{};
+  const char* also = s.tasks > 1                     ? "tasks"
+                     : s.gpus > 0 || s.gpu_share > 0 ? "gpus"
+                     : s.nodes                       ? "nodes"
+                                                     : nullptr;
+  if (also == nullptr) return Ok{};
+  return f.error(f.node("cores"), "cores",
+                 fmt::format("0 (no core of its own: one task, unbound, on the node berth runs "
+                             "on) cannot go with {}; give cores = 1 or more",
+                             also));
+}
+
 Result<void> read_gpus(TomlFields& f, StepSpec& s) {
   const toml::node* n = f.node("gpus");
   if (!n) return Ok{};
@@ -261,14 +280,13 @@ Result<StepSpec> read_step(const toml::table& t0, size_t index, const PipelineFi
   BERTH_CHECK(read_outputs(f, s));
   BERTH_CHECK(read_params(f, s));
   BERTH_CHECK(read_tools(f, s, pf));
-  BERTH_TRY(std::optional<int64_t> cores, f.integer("cores", 1, kMaxCores));
   BERTH_CHECK(read_gpus(f, s));
   BERTH_TRY(std::optional<int64_t> tasks, f.integer("tasks", 1, kMaxTasks));
   BERTH_TRY(std::optional<int64_t> nodes, f.integer("nodes", 1, kMaxNodes));
   BERTH_TRY(s.memory_cap_mb, f.integer("memory_cap_mb", 1, kMaxMemoryCapMb));
-  if (cores) s.cores = static_cast<int>(*cores);
   if (tasks) s.tasks = static_cast<int>(*tasks);
   if (nodes) s.nodes = static_cast<int>(*nodes);
+  BERTH_CHECK(read_cores(f, s));
   BERTH_TRY(std::optional<std::string> mpi, f.string("mpi"));
   if (mpi) {
     auto mode = wireup::parse_mode(*mpi);

@@ -185,6 +185,19 @@ TEST(PipelineFile, AnOutputEndingInASlashIsADirectory) {
   EXPECT_EQ(s.directories, (std::set<std::string>{"plots", "raw"}));
 }
 
+TEST(PipelineFile, ZeroCoresIsAStepThatNeedsNoCoreOfItsOwnInAStepOrInDefaults) {
+  auto own = parse_pipeline("[[step]]\nname = 's'\nrun = 'x'\ncores = 0\n", "p.toml");
+  ASSERT_TRUE(own.ok()) << own.error().message();
+  EXPECT_EQ(own->steps[0].cores, 0);
+  auto given = parse_pipeline(
+      "[defaults]\ncores = 0\n[[step]]\nname = 'a'\nrun = 'x'\n"
+      "[[step]]\nname = 'b'\nrun = 'x'\ncores = 2\n",
+      "p.toml");
+  ASSERT_TRUE(given.ok()) << given.error().message();
+  EXPECT_EQ(given->steps[0].cores, 0);
+  EXPECT_EQ(given->steps[1].cores, 2);
+}
+
 TEST(PipelineFile, AFractionOfAGpuIsAShareOfOneDevice) {
   auto whole = parse_pipeline("[[step]]\nname = 's'\nrun = 'x'\ngpus = 2.0\n", "p.toml");
   ASSERT_TRUE(whole.ok()) << whole.error().message();
@@ -301,7 +314,15 @@ TEST(PipelineFile, RejectsBadFilesNamingFileStepAndKey) {
        "tools: 'sort' is not defined by a [tools.sort] table"},
       {"[tools.sort]\nversion = ['a']\n[[step]]\nname = 's'\nrun = 'x'\ntools = ['sort', 'sort']\n",
        "tools: 'sort' is listed twice"},
-      {"[[step]]\nname = 's'\nrun = 'x'\ncores = 0\n", "cores: 0 is out of range [1, 65536]"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ncores = -1\n",
+       "p.toml:4:9: step 's': cores: -1 is out of range [0, 65536]"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ncores = 0\ntasks = 2\n",
+       "step 's': cores: 0 (no core of its own: one task, unbound, on the node berth runs on) "
+       "cannot go with tasks; give cores = 1 or more"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ncores = 0\ngpus = 0.5\n", "cannot go with gpus"},
+      {"[[step]]\nname = 's'\nrun = 'x'\ncores = 0\nnodes = 1\n", "cannot go with nodes"},
+      {"[defaults]\ncores = 0\n[[step]]\nname = 's'\nrun = 'x'\ntasks = 4\n",
+       "step 's': cores: 0 (no core of its own"},
       {"[[step]]\nname = 's'\nrun = 'x'\ncores = '2'\n", "cores: must be an integer, not a string"},
       {"[[step]]\nname = 's'\nrun = 'x'\ngpus = -1\n", "gpus: -1 is out of range"},
       {"[[step]]\nname = 's'\nrun = 'x'\ngpus = 1.5\n", "a share spans one device"},

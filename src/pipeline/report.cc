@@ -20,6 +20,8 @@ const char* step_state_name(StepState s) {
     case StepState::kSkipped: return "skipped";
     case StepState::kRefused: return "refused";
     case StepState::kCancelled: return "cancelled";
+    case StepState::kWouldRun:
+      return "would-run";
   }
   return "pending";
 }
@@ -31,8 +33,8 @@ int RunReport::count(StepState s) const {
   return n;
 }
 
-std::array<int, 7> RunReport::counts() const {
-  std::array<int, 7> n{};
+std::array<int, kStepStates> RunReport::counts() const {
+  std::array<int, kStepStates> n{};
   for (const auto& st : steps) ++n[static_cast<size_t>(st.state)];
   return n;
 }
@@ -118,6 +120,8 @@ json head_of(const RunReport& r, std::optional<size_t> settled_steps) {
                             : s == StepState::kCached ? static_cast<int>(*settled_steps)
                                                       : 0;
   }
+  // A dry run's count of the steps it would run: in no other report.
+  if (r.dry_run) j["would_run"] = r.count(StepState::kWouldRun);
   j["divergences"] = json::array();
   for (const auto& d : r.divergences) {
     j["divergences"].push_back({{"step", d.step}, {"key", d.key}, {"output", d.output},
@@ -264,6 +268,11 @@ void write_step(std::string& out, const StepRecord& s, bool as_rerun) {
     out += ',';
     put_key(out, "timed_out");
     out += "true";
+  }
+  if (!s.command.empty()) {
+    out += ',';
+    put_key(out, "command");
+    put_string(out, s.command);
   }
   if (!s.notices.empty() && !hit) {
     out += ',';

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,14 +17,25 @@
 
 namespace berth::pipeline {
 
-enum class StepState { kPending, kCached, kExecuted, kFailed, kSkipped, kRefused, kCancelled };
-const char* step_state_name(StepState s);  // "cached", "executed", ...
+// kWouldRun is a dry run's alone: a step it would run (spec 04 §7, --dry-run).
+enum class StepState {
+  kPending,
+  kCached,
+  kExecuted,
+  kFailed,
+  kSkipped,
+  kRefused,
+  kCancelled,
+  kWouldRun
+};
+inline constexpr size_t kStepStates = 8;
+const char* step_state_name(StepState s);  // "cached", "executed", "would-run", ...
 
 struct StepRecord {
   std::string name;
   StepState state = StepState::kPending;
   std::string key;
-  std::string reason;  // dry run / failure / refusal: why
+  std::string reason;  // dry run / failure / refusal: why (never repeating its state)
   std::string node;    // where it ran
   std::string cores;   // "0-1"
   double start_s = 0;  // seconds since the run began
@@ -56,6 +68,9 @@ struct StepRecord {
   int attempts = 0;
   // Ended at its `timeout`, its whole process tree with it.
   bool timed_out = false;
+  // A dry run's, with --commands, for a would-run step: its command as it would be
+  // run (dry_run.h); empty otherwise.
+  std::string command;
   // A step whose entry was reused from the settled record (executor.h): that entry, as
   // the report writes it, verbatim (in RunReport::recorded). Its name, state and key
   // are set; its outputs once a step that reads them needs them; nothing else.
@@ -105,6 +120,7 @@ struct RunReport {
   // report these follow `notices`.
   std::vector<std::string> launch_notices;
   LeaseStats leases;
+  bool dry_run = false;  // its steps were looked at, none run (kWouldRun)
   // The store's outages this run waited out (spec 05 §9): how many ended, their
   // summed length, and the operations that gave up past --store-patience.
   struct StoreWaits {
@@ -117,11 +133,15 @@ struct RunReport {
   // everything but its context and steps filled in; settled_steps_json() is what a
   // rerun reports.
   std::optional<Settled> settled;
+  // A dry run's (dry_run.h): the step templates its steps were expanded from, and
+  // each step's, by index into them. Empty for any other run.
+  std::vector<std::string> templates;
+  std::vector<uint32_t> template_of;
   // The settled record's entries, which reused steps' entries (StepRecord::recorded) lie in.
   std::shared_ptr<const RecordedEntries> recorded;
   int count(StepState s) const;
   // How many steps are in each state (indexed by StepState), in one pass over them.
-  std::array<int, 7> counts() const;
+  std::array<int, kStepStates> counts() const;
   int exit_code() const;  // 0, or 1 when any step failed / was refused, 130 if cancelled
 };
 

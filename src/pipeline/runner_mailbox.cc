@@ -30,10 +30,10 @@ void RunnerMailbox::wake() {
 
 StepRunner::Events RunnerMailbox::events_for(size_t step, uint64_t grant) {
   StepRunner::Events ev;
-  ev.exited = [this, grant] {
+  ev.exited = [this, step, grant] {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      mail_.exited.push_back(grant);
+      mail_.exited.emplace_back(step, grant);
     }
     wake();
   };

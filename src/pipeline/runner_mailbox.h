@@ -34,7 +34,8 @@ class RunnerMailbox {
 
   struct Mail {
     std::vector<StepResult> done;
-    std::vector<uint64_t> exited;  // grants whose processes have ended
+    // (step, grant) for each step whose processes have ended
+    std::vector<std::pair<size_t, uint64_t>> exited;
     std::vector<std::pair<size_t, std::map<std::string, StepRecord::Output>>> known;
   };
   // Everything posted so far, the pipe drained.

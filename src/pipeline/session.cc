@@ -12,9 +12,9 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
-#include <nlohmann/json.hpp>
 
 #include "pipeline/discover.h"
+#include "pipeline/dry_run.h"
 #include "pipeline/graph.h"
 #include "pipeline/index.h"
 #include "pipeline/launch_runner.h"
@@ -568,11 +568,11 @@ Result<RunOutcome> Session::run(int cancel_fd) {
   }
 
   // 8. The report: stored with the run, kept beside the pipeline; a run that settled
-  // leaves its record for the next. A dry run's is neither kept nor stored, and records
-  // nothing: its JSON, megabytes for 10^5 steps, is made only if it is printed.
+  // leaves its record for the next. A dry run's is neither kept nor stored (dry_run.h).
   RunOutcome out;
   out.worker = s.worker;
   out.tables_read_again = s.from_tables ? s.tables_again : 0;
+  if (s.o.dry_run) describe_dry_run(*s.graph, s.o.dry_run_commands, rep);
   if (!s.o.dry_run) out.text = publish_run(rep, ro.record_settled, s.previous(), s.publish_place());
   out.exit_code = rep.exit_code();
   out.report = std::move(rep);

@@ -57,6 +57,8 @@ struct SessionOptions {
   std::string results;   // the results directory; "" = <dir>/results
   std::string cache;     // the cache directory; "" = <dir>/.berth/cache (a worker's own)
   bool dry_run = false;
+  // A dry run renders each would-run step's command into its report (dry_run.h).
+  bool dry_run_commands = false;
   bool fail_fast = false;
   // A failed step's staging directory kept in the pipeline's own directory, under
   // failed/<step>/, with what reproduces it (kept_failure.h); else emptied.

@@ -106,7 +106,7 @@ expect_eq "canonicaliser script: the step executed" "$(states)" "c=executed"
 printf 'sort -r\n' >scripts/canon.sh
 run run canon.toml --dry-run
 expect_contains "canonicaliser script: an edit reruns the step" "$OUT" \
-  "would-run c: would run: input './scripts/canon.sh' changed (scripts/canon.sh)"
+  "would-run c: input './scripts/canon.sh' changed (scripts/canon.sh)"
 
 # Files a step leaves beside its outputs are named in a notice, not dropped silently.
 cat >extra.toml <<'TOML'

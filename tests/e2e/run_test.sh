@@ -59,7 +59,7 @@ expect_contains "failure: says which and how" "$(json "j['steps'][0]['reason']")
 # Dry run: says what would run, runs nothing.
 copy_quickstart "$T/d"
 run run "$T/d/pipeline.toml" --dry-run
-expect_contains "dry run: would run" "$OUT" "would run"
+expect_contains "dry run: would run" "$OUT" "would-run"
 [[ -d $T/d/results ]] && fail "dry run wrote results" || ok "dry run wrote nothing"
 
 # Errors in the file are reported before anything runs, naming file, line and step.

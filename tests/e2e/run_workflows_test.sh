@@ -45,13 +45,13 @@ expect_eq "sweep: each row's params reached its run" "$(cat results/aggregate/ta
   $'decay rate=0.25 steps=4 left=0.316406\ndecay rate=0.5 steps=4 left=0.062500\ngrowth rate=0.1 steps=3 left=1.331000'
 printf 'growth,0.2,2\n' >>sweep.csv
 run run pipeline.toml --dry-run
-expect_contains "sweep: a dry run says the row is new" "$OUT" "would-run sim-growth-0.2: would run: new"
+expect_contains "sweep: a dry run says the row is new" "$OUT" "would-run sim-growth-0.2: new"
 run run pipeline.toml --format json
 expect_eq "sweep: a new row runs alone, with the aggregate" "$(executed)" "aggregate sim-growth-0.2"
 sed -i 's/^decay,0.5,4$/decay,0.5,5/' sweep.csv
 run run pipeline.toml --dry-run
 expect_contains "sweep: an edited row's param, old -> new" "$OUT" \
-  "would-run sim-decay-0.5: would run: param 'steps' changed (4 -> 5)"
+  "would-run sim-decay-0.5: param 'steps' changed (4 -> 5)"
 run run pipeline.toml --format json
 expect_eq "sweep: the edited row runs, with the aggregate" "$(executed)" "aggregate sim-decay-0.5"
 expect_contains "sweep: the new row is aggregated" "$(cat results/aggregate/table)" \
@@ -69,7 +69,7 @@ expect_eq "ensemble: four members and the mean" "$(counts)" "5 0 0 0 0"
 first=$(cat results/mean/summary)
 run run pipeline.toml --config steps=200 --dry-run
 expect_contains "ensemble: a dry run names the value, old -> new" "$OUT" \
-  "would-run member-1: would run: config 'steps' changed (100 -> 200)"
+  "would-run member-1: config 'steps' changed (100 -> 200)"
 run run pipeline.toml --config steps=200 --format json
 expect_eq "ensemble: --config steps=200 reruns every member and the mean" "$(counts)" "5 0 0 0 0"
 [[ $(cat results/mean/summary) != "$first" ]] && ok "ensemble: the override changed the mean" ||
@@ -101,7 +101,7 @@ expect_eq "analysis: no step left files it did not declare" \
 printf '\n# counts blank lines too\n' >>scripts/stats.py
 run run pipeline.toml --dry-run
 expect_contains "analysis: the dry run names the script" "$OUT" \
-  "would-run stats-control: would run: input './scripts/stats.py' changed (scripts/stats.py)"
+  "would-run stats-control: input './scripts/stats.py' changed (scripts/stats.py)"
 run run pipeline.toml --format json
 # Their results are the same bytes, so the report reading them is found in the store.
 expect_eq "analysis: the stats steps reran; the report, reading what it read, did not" \
