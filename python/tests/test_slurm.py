@@ -85,5 +85,5 @@ def test_eight_placed_launches_run_at_once_on_cpus_of_their_own(tmp_path):
     # The pipeline: four steps, each placed on a CPU of a node.
     assert "4 executed, 0 cached" in done.stdout, done.stdout
     for i in range(1, 5):
-        step, node, cpus = (tmp_path / f"results/probe-{i}/o").read_text().split()
+        step, node, cpus = (tmp_path / f"results-p/probe-{i}/o").read_text().split()
         assert step == str(i) and node.startswith("n") and cpus.isdigit()

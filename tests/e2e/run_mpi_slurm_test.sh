@@ -59,7 +59,7 @@ if [[ $(json "j['executed']") != 3 ]]; then
 fi
 for impl in ompi mpich; do
   expect_eq "$impl: a two-node step of 4 tasks is one 4-rank job" \
-    "$(awk '{print $3, $4, $7, $8}' "$T/results/$impl/o" | sort | uniq -c | awk '{$1=$1; print}')" \
+    "$(awk '{print $3, $4, $7, $8}' "$T/results-p/$impl/o" | sort | uniq -c | awk '{$1=$1; print}')" \
     "4 of 4 sum 6"
   expect_eq "$impl: ...on two nodes" "$(json "j['steps'][[s['name'] for s in j['steps']].index('$impl')]['node'].count(',') + 1")" 2
 done

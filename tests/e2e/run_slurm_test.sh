@@ -19,7 +19,7 @@ if ! timeout 180 salloc -N2 -n4 bash -c '"$BERTH" run "$T/p.toml" --format json 
 fi
 OUT=$(cat "$T/report.json")
 expect_eq "six executed" "$(json "j['executed']")" 6
-cat "$T"/results/probe-*/o >"$T/all"
+cat "$T"/results-p/probe-*/o >"$T/all"
 expect_eq "each step saw one CPU" "$(awk '$2 ~ /^[0-9]+$/' "$T/all" | wc -l)" 6
 overlaps=$(python3 - "$T/all" <<'P'
 import sys
