@@ -66,7 +66,7 @@ divide() {
   run run "$T/p.toml" --store "$url" --format json
   expect_eq "$label: an ordinary run afterwards executes nothing" "$(json "j['executed']")" 0
   expect_eq "$label: the whole graph comes from the bucket" "$(json "j['cached']")" 9
-  expect_eq "$label: the result is whole" "$(cat "$T/results/sum/o" | tr '\n' ' ')" "1 2 3 4 5 6 7 8 "
+  expect_eq "$label: the result is whole" "$(cat "$T/results-p/sum/o" | tr '\n' ' ')" "1 2 3 4 5 6 7 8 "
   run store verify --store "$url"
   expect_eq "$label: every object verifies" "$RC" 0
 }
