@@ -79,6 +79,9 @@ Result<Board> parse_board(std::string_view text, const std::string& path) {
   auto bad = [&path](std::string_view why) {
     return fail(Errc::kInvalidInput, fmt::format("{}: not a live board: {}", path, why));
   };
+  // A board nests three levels; a file nested far deeper is no board, and is not
+  // parsed (its destruction would recurse as deep).
+  if (str::json_deeper_than(text, 16)) return bad("nested too deep");
   json j = json::parse(text, nullptr, false);
   if (!j.is_object()) return bad("not a JSON object");
   if (j.value("version", 0) != kBoardFormatVersion) return bad("unknown version");
