@@ -8,6 +8,9 @@
 #include "pipeline/beside.h"
 #include "pipeline/command.h"
 #include "pipeline/staging.h"
+#include "store/memory_store.h"
+#include "store/url.h"
+#include "util/files.h"
 
 namespace berth::pipeline {
 
@@ -50,6 +53,13 @@ void describe_dry_run(const Graph& g, bool commands, RunReport& rep) {
       rep.steps[i].command = dry_run_command(s);
     }
   }
+}
+
+std::unique_ptr<store::ObjectStore> dry_run_store(const std::string& url, const std::string& cwd) {
+  auto u = store::parse_store_url(url, cwd);
+  if (!u.ok() || u->scheme != store::StoreUrl::Scheme::kFile) return nullptr;
+  if (files::exists(u->path + "/FORMAT")) return nullptr;
+  return std::make_unique<store::MemoryStore>();
 }
 
 }  // namespace berth::pipeline

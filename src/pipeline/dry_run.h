@@ -9,10 +9,12 @@
 // directory (spec 04 §6). Nothing is staged, created or read to render it.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "pipeline/graph.h"
 #include "pipeline/report.h"
+#include "store/object_store.h"
 
 namespace berth::pipeline {
 
@@ -27,5 +29,10 @@ void describe_dry_run(const Graph& g, bool commands, RunReport& rep);
 // the variables reach the whole of it. A command that cannot be rendered says why
 // ("cannot be rendered: …"): it would fail as that when run.
 std::string dry_run_command(const Step& s);
+
+// The store a dry run reads when the file:// store `url` names (relative to `cwd`) is
+// not there yet: an empty one in memory — nothing is cached, and a dry run creates
+// nothing, the store least of all. Null for a store that is there, or not file://.
+std::unique_ptr<store::ObjectStore> dry_run_store(const std::string& url, const std::string& cwd);
 
 }  // namespace berth::pipeline

@@ -431,6 +431,9 @@ Result<void> Session::State::make_cache() {
   cache = !o.cache.empty() ? fs::absolute(o.cache).string()
           : o.worker       ? bdir + "/cache/workers/" + worker
                            : bdir + "/cache";
+  report_path =
+      pipeline_dir_for(o.pipeline, o.worker || !o.cache.empty() ? cache : "") + "/last-run.json";
+  if (o.dry_run && !files::exists(cache)) return Ok{};  // a dry run creates nothing
   std::error_code ec;
   fs::create_directories(cache, ec);
   if (ec) return fail(Errc::kIo, fmt::format("cannot create {}: {}", cache, ec.message()));
@@ -440,12 +443,12 @@ Result<void> Session::State::make_cache() {
     lock.emplace(std::move(*l));
   }
   fs::create_directories(cache + "/staging", ec);
-  report_path =
-      pipeline_dir_for(o.pipeline, o.worker || !o.cache.empty() ? cache : "") + "/last-run.json";
   return Ok{};
 }
 
 Result<void> Session::State::open_store() {
+  if (o.dry_run && place.store == nullptr) own_store = dry_run_store(url, cwd);  // makes none
+  if (own_store) place.store = own_store.get();
   if (place.store != nullptr) {
     store = shared = place.store;
   } else {
@@ -496,6 +499,7 @@ Result<void> Session::State::open_patient_store() {
 
 void Session::State::open_index() {
   // This machine's index of what it knows; disposable, rebuilt from the store.
+  if (o.dry_run && !files::exists(cache)) return;  // none made for a dry run
   bool fresh_index = false;
   if (!index) {
     fresh_index = !files::exists(cache + "/index.sqlite");

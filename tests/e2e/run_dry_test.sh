@@ -147,4 +147,18 @@ io capped 0
 run run "$T/io/capped/pipeline.toml" --host localhost:2 -j 1 --format json
 expect_eq "cores = 0, -j 1: every step ran" "$RC $(json "j['executed']")" "0 6"
 expect_eq "cores = 0, -j 1: one at a time" "$(most_at_once "$T/io/capped")" 1
+
+# A dry run writes nothing: in a folder that never ran, no store, cache, report or
+# results appear, and every step would run; its store, once made, is left as it was.
+copy_quickstart "$T/fresh"
+run run "$T/fresh/pipeline.toml" --dry-run --format json
+expect_eq "fresh dry run: every step would run" "$RC $(json "j['would_run']")" "0 4"
+expect_eq "fresh dry run: nothing created" "$(ls -A "$T/fresh" | tr '\n' ' ')" "data pipeline.toml "
+run run "$T/fresh/pipeline.toml" --format json
+snapshot() { (cd "$T/fresh/.berth/store" && find . -printf '%p %s %T@\n' | sort && find . -type f -exec sha256sum {} + | sort); }
+before=$(snapshot)
+printf 'new\n' >>"$T/fresh/data/a.txt"
+run run "$T/fresh/pipeline.toml" --dry-run --format json
+expect_eq "dry run after an edit: two would run" "$RC $(json "j['would_run']")" "0 2"
+expect_eq "dry run after an edit: the store as it was" "$(snapshot)" "$before"
 finish
