@@ -35,7 +35,7 @@ __all__ = [
     "Record", "Allocation", "Machine", "ParallelCommand", "RunReport",
     "Placement", "Pool", "NotNow", "NOT_NOW", "NeverFits",
     "allocation", "machine", "parallel_command", "run", "report",
-    "log", "methods", "store_verify", "StoreCheck", "status",
+    "log", "methods", "runs", "store_verify", "StoreCheck", "status",
 ]
 
 

@@ -31,33 +31,34 @@ struct ReportFlags {
 
 // One step of a report, as the page draws it.
 pipeline::StepRecord step_of(const nlohmann::json& s) {
+  using pipeline::report_number, pipeline::report_text;
   pipeline::StepRecord rec;
-  rec.name = s.value("name", "");
-  std::string st = s.value("state", "");
+  rec.name = report_text(s, "name");
+  std::string st = report_text(s, "state");
   for (auto k : {pipeline::StepState::kCached, pipeline::StepState::kExecuted,
                  pipeline::StepState::kFailed, pipeline::StepState::kSkipped,
                  pipeline::StepState::kRefused, pipeline::StepState::kCancelled}) {
     if (st == pipeline::step_state_name(k)) rec.state = k;
   }
-  rec.node = s.value("node", "");
-  rec.cores = s.value("cores", "");
-  rec.start_s = s.value("start_s", 0.0);
-  rec.end_s = s.value("end_s", 0.0);
-  rec.reason = s.value("reason", "");
-  rec.computed_by = s.value("computed_by", "");
-  rec.log = s.value("log", "");
-  rec.log_tail = s.value("log_tail", "");
-  rec.attempts = s.value("attempts", 0);
-  rec.timed_out = s.value("timed_out", false);
+  rec.node = report_text(s, "node");
+  rec.cores = report_text(s, "cores");
+  rec.start_s = report_number(s, "start_s");
+  rec.end_s = report_number(s, "end_s");
+  rec.reason = report_text(s, "reason");
+  rec.computed_by = report_text(s, "computed_by");
+  rec.log = report_text(s, "log");
+  rec.log_tail = report_text(s, "log_tail");
+  rec.attempts = static_cast<int>(report_number(s, "attempts"));
+  rec.timed_out = pipeline::report_flag(s, "timed_out");
   return rec;
 }
 
 // The steps of a report, as the page draws them.
 pipeline::RunReport report_of(const nlohmann::json& j) {
   pipeline::RunReport r;
-  r.pipeline = j.value("pipeline", "");
-  r.started = j.value("started", "");
-  r.elapsed_s = j.value("elapsed_s", 0.0);
+  r.pipeline = pipeline::report_text(j, "pipeline");
+  r.started = pipeline::report_text(j, "started");
+  r.elapsed_s = pipeline::report_number(j, "elapsed_s");
   if (!j.contains("steps") || !j["steps"].is_array()) return r;
   for (const auto& s : j["steps"]) {
     if (s.is_object()) r.steps.push_back(step_of(s));
@@ -68,15 +69,20 @@ pipeline::RunReport report_of(const nlohmann::json& j) {
 // Where the cached steps of report `j` were computed (run_history.h), each earlier run
 // with its steps, for the page's timelines: an all-cached run still shows its steps.
 std::vector<pipeline::EarlierRun> earlier_runs(History& h, const nlohmann::json& j) {
-  std::vector<pipeline::EarlierRun> out;
-  std::map<std::string, size_t> at;
+  // By run, newest first (§8.1): each run's place in the history.
+  std::map<const pipeline::RunEntry*, pipeline::EarlierRun> by_run;
   for (auto& [key, c] : pipeline::computing_runs(*h.store, j, h.runs)) {
-    auto [it, fresh] = at.emplace(c.run->id, out.size());
-    if (fresh) {
-      out.push_back({c.run->id, c.run->head.value("started", ""), c.run->head.value("host", ""),
-                     c.run->head.value("elapsed_s", 0.0), {}});
+    pipeline::EarlierRun& e = by_run[c.run];
+    if (e.id.empty()) {
+      e = {c.run->id, pipeline::report_text(c.run->head, "started"),
+           pipeline::report_text(c.run->head, "host"),
+           pipeline::report_number(c.run->head, "elapsed_s"), {}};
     }
-    out[it->second].steps.push_back(step_of(c.entry));
+    e.steps.push_back(step_of(c.entry));
+  }
+  std::vector<pipeline::EarlierRun> out;
+  for (const auto& run : h.runs) {
+    if (auto it = by_run.find(&run); it != by_run.end()) out.push_back(std::move(it->second));
   }
   return out;
 }
@@ -115,12 +121,22 @@ int run_report(const ReportFlags& f) {
   if (!j.ok()) return report(j.error().with_context("berth report"));
   pipeline::RunReport r = report_of(*j);
   if (!f.html.empty()) {
-    // The page links every step to its log, embedding what it can: a store that cannot
-    // be opened costs the embedded logs and the earlier runs, not the page.
+    // The page links every step to its log, embedding what it can: a history that
+    // cannot be read costs the earlier runs' timelines, a store that cannot be opened
+    // the embedded logs too, never the page.
+    std::unique_ptr<store::ObjectStore> own;
+    store::ObjectStore* logs_store = h.ok() ? h->store.get() : nullptr;
     if (!h.ok()) {
-      std::fprintf(stderr, "berth: the page embeds no log: %s\n", h.error().message().c_str());
+      std::fprintf(stderr, "berth: the page draws no earlier run: %s\n",
+                   h.error().message().c_str());
+      if (auto s = open_run_store(f.store, *j, f.pipeline); s.ok()) {
+        own = std::move(*s);
+        logs_store = own.get();
+      } else {
+        std::fprintf(stderr, "berth: the page embeds no log: %s\n", s.error().message().c_str());
+      }
     }
-    auto logs = logs_of(r, h.ok() ? h->store.get() : nullptr);
+    auto logs = logs_of(r, logs_store);
     auto earlier = h.ok() ? earlier_runs(*h, *j) : std::vector<pipeline::EarlierRun>{};
     auto w = files::write_file_atomic(f.html, pipeline::report_html(r, logs, earlier));
     if (!w.ok()) return report(w.error());

@@ -230,12 +230,21 @@ int run_pipeline(const RunFlags& f) {
   // scheduler's variables only), as are the store's credentials.
   auto session = pipeline::Session::open(std::move(o), std::move(place), process_env(), sinks);
   if (!session.ok()) return report(session.error());
+  // The board says the run ended before the session lets the cache index go: the next
+  // run, waiting for the index, begins its own board only then.
+  struct EndBoardFirst {
+    std::unique_ptr<pipeline::LiveBoard>& board;
+    ~EndBoardFirst() { board.reset(); }
+  } end_board{live};
 
   // 3. Run, with Ctrl-C ending running steps cleanly.
   Interrupts interrupts;
   if (live) live->begin();
   auto outcome = (*session)->run(interrupts.cancel_fd());
   if (tty) std::fprintf(stderr, "\r\033[K");
+  if (std::string why = live ? live->problem() : ""; !why.empty()) {
+    std::fprintf(stderr, "berth: berth status could not be shown this run: %s\n", why.c_str());
+  }
   if (!outcome.ok()) return report(outcome.error());
 
   // 4. Say how it went.

@@ -27,7 +27,7 @@ Result<std::string> step_log(const std::string& pipeline, const std::string& nam
   const nlohmann::json* step = nullptr;
   if (j.contains("steps") && j["steps"].is_array()) {
     for (const auto& s : j["steps"]) {
-      if (s.is_object() && s.value("name", "") == name) step = &s;
+      if (s.is_object() && pipeline::report_text(s, "name") == name) step = &s;
     }
   }
   // A step a targeted last run did not touch: as the earlier runs left it.
@@ -36,7 +36,7 @@ Result<std::string> step_log(const std::string& pipeline, const std::string& nam
     if (auto h = open_history(store_url, pipeline, cache); h.ok()) {
       whole = pipeline::whole_pipeline_steps(*h->store, j, h->runs);
       for (const auto& s : whole) {
-        if (s.value("name", "") == name) step = &s;
+        if (pipeline::report_text(s, "name") == name) step = &s;
       }
     }
   }
@@ -44,9 +44,9 @@ Result<std::string> step_log(const std::string& pipeline, const std::string& nam
     return fail(Errc::kNotFound, fmt::format("the last run of {} ({}) has no step '{}'", pipeline,
                                              path, str::printable(name)));
   }
-  std::string object = step->value("log", "");
+  std::string object = pipeline::report_text(*step, "log");
   if (object.empty()) {
-    std::string state = step->value("state", "");
+    std::string state = pipeline::report_text(*step, "state");
     return fail(
         Errc::kNotFound,
         fmt::format(
@@ -74,12 +74,12 @@ Result<std::string> methods_text(const std::string& pipeline, const std::string&
   // The whole pipeline: after a targeted run, its steps and the earlier runs' others.
   std::vector<std::string> rows;
   for (const auto& s : pipeline::whole_pipeline_steps(*h.store, j, h.runs)) {
-    std::string key = s.value("key", "");
+    std::string key = pipeline::report_text(s, "key");
     if (key.empty()) continue;
     auto row = h.store->get_row(store::row_address("steps", key));
     if (row.ok() && row->has_value()) rows.push_back(**row);
   }
-  return pipeline::methods_paragraph(j.value("pipeline", ""), rows);
+  return pipeline::methods_paragraph(pipeline::report_text(j, "pipeline"), rows);
 }
 
 }  // namespace berth::cli

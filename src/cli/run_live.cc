@@ -32,7 +32,6 @@ std::unique_ptr<pipeline::LiveBoard> run_live_board(const std::string& pipeline,
   const std::string dir = pipeline::pipeline_dir_for(pipeline, cache);
   // The pipelines beside this one share its cache directory, and a run holds the
   // cache's index while it runs: every run on a board there is one this run waits for.
-  bool own_taken = false;
   std::error_code ec;
   for (const auto& d : fs::directory_iterator(fs::path(dir).parent_path(), ec)) {
     auto read = pipeline::read_board(d.path().string());
@@ -40,16 +39,15 @@ std::unique_ptr<pipeline::LiveBoard> run_live_board(const std::string& pipeline,
         read->board.pid == ::getpid()) {
       continue;
     }
-    own_taken = own_taken || d.path() == fs::path(dir);
     std::fprintf(stderr,
                  "berth: waiting for another run, which holds the cache index this run needs: "
                  "%s (%s)\n",
                  read->board.pipeline.c_str(),
                  pipeline::run_holder_text(read->board, now_ms()).c_str());
   }
-  // A second run of one pipeline leaves the board to the first, which it would
-  // otherwise overwrite: `berth status` shows the first.
-  if (own_taken) return nullptr;
+  // A second run of one pipeline writes its board only once it runs (begin()), when
+  // the first has ended and said so (cmd_run ends the board before the session): until
+  // then `berth status` shows the first.
   return std::make_unique<pipeline::LiveBoard>(dir, pipeline, Clock::real());
 }
 

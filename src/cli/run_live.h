@@ -11,12 +11,13 @@
 
 namespace berth::cli {
 
-// The board a run of `pipeline` keeps, not yet begun. Null for a dry run, which runs
-// nothing; for a worker without --cache, whose board would be every worker's; and when
-// another run of the pipeline is on, whose board it is. Every other run that is on
-// with the same cache directory (pipeline.toml's and other.toml's of one folder) holds
-// the cache's index, which this run waits for: each is said on stderr first (which
-// pipeline, pid, host, since when).
+// The board a run of `pipeline` keeps, not yet begun: it is written from begin(), once
+// the run holds the cache's index, and must be ended (destroyed) before the session
+// lets the index go. Null for a dry run, which runs nothing, and for a worker without
+// --cache, whose board would be every worker's. Every other run that is on with the
+// same cache directory (pipeline.toml's and other.toml's of one folder, or this
+// pipeline's) holds the cache's index, which this run waits for: each is said on
+// stderr first (which pipeline, pid, host, since when).
 std::unique_ptr<pipeline::LiveBoard> run_live_board(const std::string& pipeline,
                                                     const std::string& cache, bool worker,
                                                     bool dry_run);

@@ -397,7 +397,7 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
   const bool here = a.r.node == o_.host;
   // Its output is kept for its report, and shown on the live board as it comes.
   LiveBoard::Entry live;
-  if (o_.live != nullptr) live = o_.live->started(a.s.name, a.p);
+  if (o_.live != nullptr) live = o_.live->started(a.s.name, a.r.node, a.p);
   launch::OutputSinks sinks;
   sinks.out = [&a, &live](std::string_view line) {
     std::lock_guard<std::mutex> lock(a.log_mu);

@@ -75,6 +75,41 @@ std::string board_json(const Board& b) {
   return j.dump() + "\n";
 }
 
+namespace {
+
+// A board's field of the type the board writes, or why not: a board is a file another
+// process wrote, and reading it never throws nor converts a number out of range.
+struct BoardFields {
+  const json& j;
+  std::string missing;  // the first field absent or of another type
+  std::string text(const char* k) {
+    auto it = j.find(k);
+    if (it != j.end() && it->is_string()) return it->get<std::string>();
+    if (missing.empty()) missing = k;
+    return {};
+  }
+  int64_t integer(const char* k) {
+    auto it = j.find(k);
+    if (it != j.end() && it->is_number_integer()) return it->get<int64_t>();
+    if (missing.empty()) missing = k;
+    return 0;
+  }
+  uint64_t count(const char* k) {
+    auto it = j.find(k);
+    if (it != j.end() && it->is_number_unsigned()) return it->get<uint64_t>();
+    if (missing.empty()) missing = k;
+    return 0;
+  }
+  const json* list(const char* k) {
+    auto it = j.find(k);
+    if (it != j.end() && it->is_array()) return &*it;
+    if (missing.empty()) missing = k;
+    return nullptr;
+  }
+};
+
+}  // namespace
+
 Result<Board> parse_board(std::string_view text, const std::string& path) {
   auto bad = [&path](std::string_view why) {
     return fail(Errc::kInvalidInput, fmt::format("{}: not a live board: {}", path, why));
@@ -84,28 +119,45 @@ Result<Board> parse_board(std::string_view text, const std::string& path) {
   if (str::json_deeper_than(text, 16)) return bad("nested too deep");
   json j = json::parse(text, nullptr, false);
   if (!j.is_object()) return bad("not a JSON object");
-  if (j.value("version", 0) != kBoardFormatVersion) return bad("unknown version");
+  BoardFields f{j, {}};
+  if (f.integer("version") != kBoardFormatVersion) return bad("unknown version");
   Board b;
-  try {
-    b.pipeline = j.at("pipeline").get<std::string>();
-    b.pid = j.at("pid").get<int64_t>();
-    b.pid_start = j.at("pid_start").get<uint64_t>();
-    b.host = j.at("host").get<std::string>();
-    b.started_ms = j.at("started_ms").get<int64_t>();
-    b.ended_ms = j.at("ended_ms").get<int64_t>();
-    b.total = j.at("total").get<size_t>();
-    b.done = j.at("done").get<size_t>();
-    b.waiting = j.at("waiting").get<size_t>();
-    b.deferred = j.at("deferred").get<size_t>();
-    for (const auto& s : j.at("running")) {
-      b.running.push_back({s.at("step").get<std::string>(), s.at("node").get<std::string>(),
-                           s.at("cores").get<std::vector<int>>(),
-                           s.at("gpus").get<std::vector<std::string>>(),
-                           s.at("since_ms").get<int64_t>(), s.at("output").get<std::string>()});
+  b.pipeline = f.text("pipeline");
+  b.pid = f.integer("pid");
+  b.pid_start = f.count("pid_start");
+  b.host = f.text("host");
+  b.started_ms = f.integer("started_ms");
+  b.ended_ms = f.integer("ended_ms");
+  b.total = f.count("total");
+  b.done = f.count("done");
+  b.waiting = f.count("waiting");
+  b.deferred = f.count("deferred");
+  const json* running = f.list("running");
+  for (size_t i = 0; running != nullptr && i < running->size(); ++i) {
+    const json& e = (*running)[i];
+    if (!e.is_object()) return bad("running: an entry is not an object");
+    BoardFields s{e, {}};
+    BoardStep step{s.text("step"), s.text("node"), {}, {}, s.integer("since_ms"),
+                   s.text("output")};
+    for (const char* k : {"cores", "gpus"}) {
+      const json* l = s.list(k);
+      for (size_t n = 0; l != nullptr && n < l->size(); ++n) {
+        const json& v = (*l)[n];
+        bool core = std::string_view(k) == "cores";
+        if (core && v.is_number_integer() && v.get<int64_t>() >= 0 &&
+            v.get<int64_t>() <= INT32_MAX) {
+          step.cores.push_back(static_cast<int>(v.get<int64_t>()));
+        } else if (!core && v.is_string()) {
+          step.gpus.push_back(v.get<std::string>());
+        } else {
+          return bad(fmt::format("running: '{}' holds a value that is not one", k));
+        }
+      }
     }
-  } catch (const json::exception& e) {
-    return bad(e.what());
+    if (!s.missing.empty()) return bad(fmt::format("running: '{}' missing or mistyped", s.missing));
+    b.running.push_back(std::move(step));
   }
+  if (!f.missing.empty()) return bad(fmt::format("'{}' missing or mistyped", f.missing));
   return b;
 }
 
@@ -149,7 +201,10 @@ void LiveBoard::begin() {
     }
   }
   fs::create_directories(outputs_, ec);
-  if (ec) problem_ = fmt::format("cannot create {}: {}", outputs_, ec.message());
+  if (ec) {
+    std::lock_guard<std::mutex> lock(mu_);
+    problem_ = fmt::format("cannot create {}: {}", outputs_, ec.message());
+  }
   thread_ = std::thread([this] { flusher(); });
 }
 
@@ -171,11 +226,12 @@ LiveBoard::~LiveBoard() {
   }
 }
 
-LiveBoard::Entry LiveBoard::started(const std::string& step, const place::Placement& where) {
+LiveBoard::Entry LiveBoard::started(const std::string& step, const std::string& node,
+                                    const place::Placement& where) {
   Entry e;
   BoardStep s;
   s.step = step;
-  s.node = where.nodes.empty() ? std::string() : where.nodes[0];
+  s.node = node;
   for (const auto& set : where.cores) s.cores.insert(s.cores.end(), set.begin(), set.end());
   s.gpus = where.gpu_ids;
   s.since_ms = ms_of(clock_.wall());
@@ -258,7 +314,9 @@ void LiveBoard::flusher() {
 void LiveBoard::write_now(const Board& b) {
   ++writes_;
   auto w = files::write_file_atomic(board_path(dir_), board_json(b), false);
-  if (!w.ok() && problem_.empty()) problem_ = w.error().message();
+  if (w.ok()) return;
+  std::lock_guard<std::mutex> lock(mu_);  // called without it: problem() reads it under it
+  if (problem_.empty()) problem_ = w.error().message();
 }
 
 std::optional<int> live_exit_status(const std::string& output) {

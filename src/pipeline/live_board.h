@@ -112,8 +112,9 @@ class LiveBoard {
     int fd = -1;
     std::string output;
   };
-  // Step `step`'s processes start on `where`.
-  Entry started(const std::string& step, const place::Placement& where);
+  // Step `step`'s processes start on `node`, placed on `where` (whose nodes are empty
+  // for a step that takes no core: cores = 0).
+  Entry started(const std::string& step, const std::string& node, const place::Placement& where);
   // Appends `text` to the step's output file.
   static void write(const Entry& e, std::string_view text);
   // Its processes ended with `exit_code` (the shell's convention): <n>.exit is written,
@@ -122,7 +123,11 @@ class LiveBoard {
   // How many steps wait and are done.
   void progress(const Progress& p);
 
-  const std::string& problem() const { return problem_; }
+  // What kept the board from being written ("" none): the first thing.
+  std::string problem() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return problem_;
+  }
   // How many times the board was written so far.
   size_t writes() const { return writes_.load(); }
 
@@ -133,7 +138,7 @@ class LiveBoard {
   std::string dir_;      // the pipeline's own directory
   std::string outputs_;  // live/<host>.<pid>/
   const Clock& clock_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable wake_;
   Board board_;
   std::vector<uint64_t> ids_;  // board_.running's entries' ids, in the same order

@@ -117,7 +117,7 @@ TEST(LiveBoard, AStepIsShownWithItsOutputUntilItEnds) {
   {
     LiveBoard board(dir, "/w/pipeline.toml", clock);
     board.begin();
-    LiveBoard::Entry e = board.started("count-a", where);
+    LiveBoard::Entry e = board.started("count-a", "n1", where);
     output = e.output;
     LiveBoard::write(e, "line one\n");
     ASSERT_TRUE(board_becomes(dir, [](const BoardRead& r) { return !r.board.running.empty(); }));
@@ -162,7 +162,7 @@ TEST(LiveBoard, ManyStepsStartingAtOnceCostAFewWrites) {
     board.begin();
     std::vector<LiveBoard::Entry> entries;
     for (int i = 0; i < 300; ++i) {
-      entries.push_back(board.started(fmt::format("s{}", i), where));
+      entries.push_back(board.started(fmt::format("s{}", i), "n1", where));
       LiveBoard::write(entries.back(), "a line of output\n");
       board.progress({.total = 300, .done = 0, .running = static_cast<size_t>(i + 1)});
     }

@@ -25,9 +25,46 @@ json parse_report_part(const std::string& text) {
   return json::parse(text, nullptr, false);
 }
 
-bool counts(const json& entry) { return entry.is_object() && entry.contains("name"); }
+bool counts(const json& entry) {
+  return entry.is_object() && entry.contains("name") && entry["name"].is_string();
+}
+
+// Whether a row's head has, for each field a report has, the type a report gives it: a
+// row that does not is no report of berth's, and is left out of the history.
+bool well_typed(const json& h) {
+  for (const char* k : {"started", "run", "pipeline", "pipeline_path", "host", "worker",
+                        "store", "steps_object"}) {
+    if (h.contains(k) && !h[k].is_string()) return false;
+  }
+  for (const char* k : {"executed", "cached", "failed", "skipped", "refused", "cancelled",
+                        "would_run", "elapsed_s"}) {
+    if (h.contains(k) && !h[k].is_number()) return false;
+  }
+  for (const char* k : {"nodes", "targets", "steps", "steps_changed"}) {
+    if (h.contains(k) && !h[k].is_array()) return false;
+  }
+  return !h.contains("settled") || h["settled"].is_boolean();
+}
 
 }  // namespace
+
+std::string report_text(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+double report_number(const json& j, const char* key) {
+  if (!j.is_object()) return 0;
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+bool report_flag(const json& j, const char* key) {
+  if (!j.is_object()) return false;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
 
 std::string run_id(std::string_view started, std::string_view worker, std::string_view process) {
   return fmt::format("{}-{}{}", started, worker.empty() ? "" : std::string(worker) + "-", process);
@@ -80,7 +117,7 @@ Result<std::vector<RunEntry>> list_runs(store::ObjectStore& store,
     BERTH_TRY(std::optional<std::string> text, store.get_row(address));
     if (!text) continue;  // collected since it was listed
     json head = parse_report_part(*text);
-    if (!head.is_object() || !same_pipeline(head, pipeline_path)) continue;
+    if (!head.is_object() || !well_typed(head) || !same_pipeline(head, pipeline_path)) continue;
     found.push_back({{address.substr(kRunsPrefix.size()), std::move(head)}, row.time_ms});
   }
   // Newest first: by when each started (to the second), then by when its row was
@@ -121,7 +158,7 @@ Result<const RunEntry*> find_run(const std::vector<RunEntry>& runs, const std::s
 
 Result<json> read_run(store::ObjectStore& store, const RunEntry& run) {
   json report = run.head;
-  std::string object = report.value("steps_object", "");
+  std::string object = report_text(report, "steps_object");
   json steps = json::array();
   if (!object.empty()) {
     BERTH_TRY(store::ObjectRead got, store.get_object(object));
@@ -142,11 +179,11 @@ Result<json> read_run(store::ObjectStore& store, const RunEntry& run) {
   if (report.contains("steps_changed") && report["steps_changed"].is_array()) {
     std::map<std::string, const json*> changed;
     for (const auto& e : report["steps_changed"]) {
-      if (counts(e)) changed[e.value("name", "")] = &e;
+      if (counts(e)) changed[report_text(e, "name")] = &e;
     }
     for (auto& e : steps) {
       if (!counts(e)) continue;
-      if (auto it = changed.find(e.value("name", "")); it != changed.end()) e = *it->second;
+      if (auto it = changed.find(report_text(e, "name")); it != changed.end()) e = *it->second;
     }
   }
   report.erase("steps_object");
@@ -159,13 +196,13 @@ namespace {
 // Where the runs before `report` begin among `runs` (newest first): after the report's
 // own row; for a report without an id, at the first run that started before it.
 size_t first_older(const std::vector<RunEntry>& runs, const json& report) {
-  std::string id = report.value("run", "");
+  std::string id = report_text(report, "run");
   for (size_t i = 0; i < runs.size(); ++i) {
     if (!id.empty() && runs[i].id == id) return i + 1;
   }
-  std::string started = report.value("started", "");
+  std::string started = report_text(report, "started");
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].head.value("started", "") < started) return i;
+    if (report_text(runs[i].head, "started") < started) return i;
   }
   return runs.size();
 }
@@ -178,10 +215,10 @@ std::vector<json> whole_pipeline_steps(store::ObjectStore& store, const json& re
   auto take = [&](const json& steps) {
     if (!steps.is_array()) return;
     for (const auto& e : steps) {
-      if (counts(e) && have.insert(e.value("name", "")).second) out.push_back(e);
+      if (counts(e) && have.insert(report_text(e, "name")).second) out.push_back(e);
     }
   };
-  take(report.value("steps", json::array()));
+  take(report.contains("steps") ? report["steps"] : json::array());
   bool whole = !report.contains("targets");
   // Only runs before the report's: a run since then answers for itself.
   for (size_t i = first_older(earlier, report); i < earlier.size() && !whole; ++i) {
@@ -197,20 +234,20 @@ std::vector<json> whole_pipeline_steps(store::ObjectStore& store, const json& re
 std::map<std::string, Computed> computing_runs(store::ObjectStore& store, const json& report,
                                                const std::vector<RunEntry>& earlier) {
   std::set<std::string> wanted;
-  for (const auto& e : report.value("steps", json::array())) {
-    if (counts(e) && e.value("state", "") == "cached" && !e.value("key", "").empty()) {
-      wanted.insert(e.value("key", ""));
+  for (const auto& e : report.contains("steps") && report["steps"].is_array() ? report["steps"] : json::array()) {
+    if (counts(e) && report_text(e, "state") == "cached" && !report_text(e, "key").empty()) {
+      wanted.insert(report_text(e, "key"));
     }
   }
   std::map<std::string, Computed> out;
   for (size_t i = first_older(earlier, report); i < earlier.size() && !wanted.empty(); ++i) {
     const RunEntry& run = earlier[i];
-    if (run.head.value("executed", 0) == 0) continue;
+    if (report_number(run.head, "executed") == 0) continue;
     auto r = read_run(store, run);
     if (!r.ok()) continue;
     for (const auto& e : (*r)["steps"]) {
-      if (!counts(e) || e.value("state", "") != "executed") continue;
-      auto it = wanted.find(e.value("key", ""));
+      if (!counts(e) || report_text(e, "state") != "executed") continue;
+      auto it = wanted.find(report_text(e, "key"));
       if (it == wanted.end()) continue;
       out[*it] = Computed{&run, e};
       wanted.erase(it);

@@ -15,6 +15,13 @@
 
 namespace berth::pipeline {
 
+// A field of a report (or of one of its steps), read as the type the report writes it
+// — the default when it is absent or of another type: a row in a shared store may hold
+// anything, and reading one never throws.
+std::string report_text(const nlohmann::json& j, const char* key);
+double report_number(const nlohmann::json& j, const char* key);
+bool report_flag(const nlohmann::json& j, const char* key);
+
 // One run, as its row says: the report without its steps.
 struct RunEntry {
   std::string id;       // <started>-[<worker>-]<pid>: the row's key

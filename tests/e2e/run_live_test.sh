@@ -81,6 +81,9 @@ run status
 expect_contains "after the run: nothing runs" "$OUT" "nothing is running; the last run (pid "
 run status --format json
 expect_eq "after the run: state ended" "$(json "j['state']")" ended
+# The second run, once it ran, kept the board: its own, not the first's end written
+# over it.
+expect_eq "after both runs: the board is the second run's" "$(json "j['run']['pid']")" "$run2"
 expect_eq "after the run: no step listed" "$(json "len(j['running'])")" 0
 left=$(find .berth/pipelines/pipeline.toml/live -name '*.log' | wc -l)
 expect_eq "after the run: the live copies of its output are gone" "$left" 0
