@@ -42,25 +42,39 @@ std::optional<int> follow_running_step(const std::string& pipeline_dir, const st
     if (s.step == step) output = s.output;
   }
   if (output.empty()) return std::nullopt;
-  int fd = ::open(output.c_str(), O_RDONLY | O_CLOEXEC);
-  // Gone between the board's read and now: the run ended.
-  if (fd < 0) return std::nullopt;
+  // The file is made at the step's first output: until then there is nothing to read.
+  int fd = -1;
+  auto drain_what_is_there = [&fd, &output] {
+    if (fd < 0) fd = ::open(output.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) drain(fd);
+  };
+  auto done = [&fd](std::optional<int> code) {
+    if (fd >= 0) ::close(fd);
+    return code;
+  };
   const int64_t pid = read->board.pid;
   for (int looks = 1;; ++looks) {
-    drain(fd);
+    drain_what_is_there();
     // Its exit status is written after its last output: what is left is read once more.
     if (auto code = pipeline::live_exit_status(output)) {
-      drain(fd);
-      ::close(fd);
-      return *code;
+      drain_what_is_there();
+      // No file, and the run over: its output files went with it, and the step's
+      // stored log is the answer (the caller prints it).
+      if (fd < 0) {
+        auto now = pipeline::read_board(pipeline_dir);
+        if (!now.ok() || now->state != pipeline::BoardRead::State::kRunning ||
+            now->board.pid != pid) {
+          return done(std::nullopt);
+        }
+      }
+      return done(*code);
     }
     if (looks % kBoardEvery == 0) {
       auto again = pipeline::read_board(pipeline_dir);
       bool gone = !again.ok() || again->state != pipeline::BoardRead::State::kRunning ||
                   again->board.pid != pid;
       if (gone) {
-        drain(fd);
-        ::close(fd);
+        drain_what_is_there();
         if (again.ok() && again->state == pipeline::BoardRead::State::kStale) {
           std::fprintf(stderr, "berth: the run of step '%s' ended without it: %s\n",
                        str::printable(step).c_str(), again->stale.c_str());
@@ -68,7 +82,7 @@ std::optional<int> follow_running_step(const std::string& pipeline_dir, const st
           std::fprintf(stderr, "berth: the run of step '%s' ended; its status is in its report\n",
                        str::printable(step).c_str());
         }
-        return 1;
+        return done(1);
       }
     }
     std::this_thread::sleep_for(kPoll);

@@ -205,6 +205,10 @@ void LiveBoard::begin() {
     std::lock_guard<std::mutex> lock(mu_);
     problem_ = fmt::format("cannot create {}: {}", outputs_, ec.message());
   }
+  // Every step's exit status goes into one file of the run's, a line each: a run of
+  // 10^4 steps makes one file for them, not 10^4 (live_exit_status()).
+  exits_fd_ = ::open((outputs_ + "/exits").c_str(),
+                     O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   thread_ = std::thread([this] { flusher(); });
 }
 
@@ -218,6 +222,7 @@ LiveBoard::~LiveBoard() {
   }
   wake_.notify_all();
   thread_.join();
+  if (exits_fd_ >= 0) ::close(exits_fd_);
   // The outputs go; each step's exit status stays, a few bytes, for a follower that
   // looks after the run ended (the next run of this host sweeps them).
   std::error_code ec;
@@ -235,11 +240,12 @@ LiveBoard::Entry LiveBoard::started(const std::string& step, const std::string& 
   for (const auto& set : where.cores) s.cores.insert(s.cores.end(), set.begin(), set.end());
   s.gpus = where.gpu_ids;
   s.since_ms = ms_of(clock_.wall());
-  // The file is made before the board names it, so that a reader finds what it was
-  // told of; outputs_ and the ids are this object's alone, read without the lock.
+  // The file is made when the step first prints (write()): most steps of a large run
+  // print nothing, and a file each would be 10^4 files made and removed. A reader
+  // finds none until then. outputs_ and the ids are this object's alone, read
+  // without the lock.
   e.id = next_id_.fetch_add(1);
   e.output = fmt::format("{}/{}.log", outputs_, e.id);
-  e.fd = ::open(e.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   s.output = e.output;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -251,7 +257,11 @@ LiveBoard::Entry LiveBoard::started(const std::string& step, const std::string& 
   return e;
 }
 
-void LiveBoard::write(const Entry& e, std::string_view text) {
+void LiveBoard::write(Entry& e, std::string_view text) {
+  if (e.fd < 0 && !e.tried) {
+    e.tried = true;
+    e.fd = ::open(e.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  }
   if (e.fd < 0) return;
   // Best effort: a full disk loses the live copy only (the report keeps the output).
   (void)files::write_all(e.fd, text.data(), text.size(), e.output);
@@ -261,9 +271,11 @@ void LiveBoard::ended(Entry& e, int exit_code) {
   if (e.fd >= 0) ::close(e.fd);
   e.fd = -1;
   // The exit status before the board forgets the step: a follower that sees it gone
-  // finds the status there.
-  std::string exit_file = e.output.substr(0, e.output.size() - 4) + ".exit";
-  (void)files::write_file_atomic(exit_file, fmt::format("{}\n", exit_code), false);
+  // finds the status there. One short line, appended whole (O_APPEND).
+  if (exits_fd_ >= 0) {
+    std::string line = fmt::format("{} {}\n", e.id, exit_code);
+    (void)files::write_all(exits_fd_, line.data(), line.size(), outputs_ + "/exits");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t k = 0; k < ids_.size(); ++k) {
@@ -320,12 +332,19 @@ void LiveBoard::write_now(const Board& b) {
 }
 
 std::optional<int> live_exit_status(const std::string& output) {
-  if (output.size() < 4) return std::nullopt;
-  auto text = files::read_file(output.substr(0, output.size() - 4) + ".exit", 64);
+  // <dir>/<id>.log: its status is the line "<id> <status>" of <dir>/exits.
+  fs::path p(output);
+  if (p.extension() != ".log") return std::nullopt;
+  const std::string id = p.stem().string();
+  auto text = files::read_file((p.parent_path() / "exits").string(), 64 << 20);
   if (!text.ok()) return std::nullopt;
-  auto code = str::parse_uint(str::trim(*text), 255);
-  if (!code.ok()) return 1;
-  return static_cast<int>(*code);
+  for (auto line : str::split(*text, '\n')) {
+    auto sp = line.find(' ');
+    if (sp == std::string_view::npos || line.substr(0, sp) != id) continue;
+    auto code = str::parse_uint(str::trim(line.substr(sp + 1)), 255);
+    return code.ok() ? static_cast<int>(*code) : 1;
+  }
+  return std::nullopt;
 }
 
 uint64_t process_start_ticks(int64_t pid) {

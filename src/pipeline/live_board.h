@@ -8,8 +8,9 @@
 // writes it, only when something changed and at most once per kBoardInterval: a step
 // that prints never rewrites it, and a thousand steps starting in one second cost a
 // handful of writes. Each step's output is appended, as the step writes it, to
-// <pipeline dir>/live/<host>.<pid>/<n>.log, and <n>.exit holds its exit status once its
-// processes ended.
+// <pipeline dir>/live/<host>.<pid>/<n>.log (made at its first output: a step that
+// prints nothing makes no file), and the line "<n> <status>" of that folder's one
+// `exits` file holds its exit status once its processes ended.
 // When the run ends the board says so (no steps, "ended") and the outputs go; the exit
 // statuses stay until the next run of the pipeline on the host.
 //
@@ -109,15 +110,17 @@ class LiveBoard {
   // made: its output then goes nowhere but the run's own report.
   struct Entry {
     uint64_t id = 0;
-    int fd = -1;
+    int fd = -1;         // made at the first write()
+    bool tried = false;  // whether write() tried to make it
     std::string output;
   };
   // Step `step`'s processes start on `node`, placed on `where` (whose nodes are empty
   // for a step that takes no core: cores = 0).
   Entry started(const std::string& step, const std::string& node, const place::Placement& where);
   // Appends `text` to the step's output file.
-  static void write(const Entry& e, std::string_view text);
-  // Its processes ended with `exit_code` (the shell's convention): <n>.exit is written,
+  static void write(Entry& e, std::string_view text);
+  // Its processes ended with `exit_code` (the shell's convention): its line of `exits`
+  // is written,
   // the file closed, and the step leaves the board.
   void ended(Entry& e, int exit_code);
   // How many steps wait and are done.
@@ -137,6 +140,7 @@ class LiveBoard {
 
   std::string dir_;      // the pipeline's own directory
   std::string outputs_;  // live/<host>.<pid>/
+  int exits_fd_ = -1;    // outputs_/exits, every ended step's status
   const Clock& clock_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -150,7 +154,8 @@ class LiveBoard {
   std::thread thread_;
 };
 
-// The exit status an ended step's <n>.exit holds, beside its output file `output`;
+// The exit status of the step whose output file is `output`, from the `exits` file
+// beside it;
 // nullopt while it runs (or when its run died first).
 std::optional<int> live_exit_status(const std::string& output);
 

@@ -149,6 +149,38 @@ TEST(LiveBoard, AStepIsShownWithItsOutputUntilItEnds) {
   fs::remove_all(dir);
 }
 
+// Steps that print nothing make no file: a run of many leaves one `exits` file with a
+// line each, and each status is found by its own id, not a neighbour's.
+TEST(LiveBoard, QuietStepsMakeNoFileAndTheirStatusesShareOne) {
+  std::string dir = temp_dir();
+  FakeClock clock;
+  place::Placement where;
+  where.nodes = {"n1"};
+  where.cores = {{0}};
+  std::vector<std::string> outputs;
+  {
+    LiveBoard board(dir, "/w/pipeline.toml", clock);
+    board.begin();
+    for (int i = 0; i < 12; ++i) {
+      LiveBoard::Entry e = board.started(fmt::format("q{}", i), "n1", where);
+      outputs.push_back(e.output);
+      if (i == 5) LiveBoard::write(e, "only five talks\n");
+      board.ended(e, i);
+    }
+    size_t files_there = 0;
+    for (const auto& f : fs::directory_iterator(fs::path(outputs[0]).parent_path())) {
+      (void)f;
+      ++files_there;
+    }
+    EXPECT_EQ(files_there, 2u);  // exits, and the one step's output
+    EXPECT_FALSE(files::exists(outputs[4]));
+    EXPECT_EQ(*files::read_file(outputs[5]), "only five talks\n");
+  }
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(live_exit_status(outputs[i]), i) << i;
+  EXPECT_FALSE(live_exit_status(fs::path(outputs[0]).parent_path().string() + "/99.log"));
+  fs::remove_all(dir);
+}
+
 TEST(LiveBoard, ManyStepsStartingAtOnceCostAFewWrites) {
   std::string dir = temp_dir();
   FakeClock clock;
