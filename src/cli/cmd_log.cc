@@ -27,7 +27,13 @@ int run_log(const LogFlags& f) {
   const std::string pipeline = f.args.size() == 2 ? f.args[0] : "pipeline.toml";
   // A step running now is followed until it ends; one that is not, printed as stored.
   if (f.follow) {
-    auto code = follow_running_step(pipeline::pipeline_dir_for(pipeline, f.cache), f.args.back());
+    bool stored = false;
+    auto code =
+        follow_running_step(pipeline::pipeline_dir_for(pipeline, f.cache), f.args.back(), &stored);
+    if (code && stored) {
+      auto text = step_log(pipeline, f.args.back(), f.store, f.cache);
+      if (text.ok()) std::fwrite(text->data(), 1, text->size(), stdout);
+    }
     if (code) return *code;
   }
   auto text = step_log(pipeline, f.args.back(), f.store, f.cache);

@@ -34,7 +34,9 @@ void drain(int fd) {
 
 }  // namespace
 
-std::optional<int> follow_running_step(const std::string& pipeline_dir, const std::string& step) {
+std::optional<int> follow_running_step(const std::string& pipeline_dir, const std::string& step,
+                                       bool* stored) {
+  *stored = false;
   auto read = pipeline::read_board(pipeline_dir);
   if (!read.ok() || read->state != pipeline::BoardRead::State::kRunning) return std::nullopt;
   std::string output;
@@ -58,14 +60,12 @@ std::optional<int> follow_running_step(const std::string& pipeline_dir, const st
     // Its exit status is written after its last output: what is left is read once more.
     if (auto code = pipeline::live_exit_status(output)) {
       drain_what_is_there();
-      // No file, and the run over: its output files went with it, and the step's
-      // stored log is the answer (the caller prints it).
+      // No file, and the run over: its output files went with it, and what the step
+      // printed, if anything, is its stored log (the caller prints it).
       if (fd < 0) {
         auto now = pipeline::read_board(pipeline_dir);
-        if (!now.ok() || now->state != pipeline::BoardRead::State::kRunning ||
-            now->board.pid != pid) {
-          return done(std::nullopt);
-        }
+        *stored = !now.ok() || now->state != pipeline::BoardRead::State::kRunning ||
+                  now->board.pid != pid;
       }
       return done(*code);
     }

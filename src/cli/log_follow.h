@@ -12,7 +12,10 @@ namespace berth::cli {
 // (the shell's convention: 0, its code, 128 + a signal); 1 when its run died under it
 // (the board turned stale) or ended before the step's status could be read. nullopt
 // when the step is not running now (no live board, no such running step): the caller
-// prints its stored log instead.
-std::optional<int> follow_running_step(const std::string& pipeline_dir, const std::string& step);
+// prints its stored log instead. `stored` is set when the step ended and its run with
+// it before its output file was seen (a step that printed quickly, or nothing): its
+// status is returned, and what it printed is its stored log, for the caller to print.
+std::optional<int> follow_running_step(const std::string& pipeline_dir, const std::string& step,
+                                       bool* stored);
 
 }  // namespace berth::cli

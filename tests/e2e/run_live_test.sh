@@ -13,6 +13,11 @@ name = "talk"
 run = "echo before-attach; while [ ! -e $T/flags/talk ]; do sleep 0.05; done; echo after-attach > {out.o}; echo after-attach"
 outputs = ["o"]
 [[step]]
+name = "quiet"
+cores = 0
+run = "while [ ! -e $T/flags/quiet ]; do sleep 0.05; done; exit 5"
+outputs = ["o"]
+[[step]]
 name = "sad"
 run = "echo sad-start; while [ ! -e $T/flags/sad ]; do sleep 0.05; done; echo sad-end; exit 3"
 outputs = ["o"]
@@ -38,8 +43,8 @@ run status --format json
 expect_eq "status json: exit 0" "$RC" 0
 expect_eq "status json: running" "$(json "j['state']")" running
 expect_eq "status json: the run's pid" "$(json "j['run']['pid']")" "$run1"
-expect_eq "status json: both steps run" "$(json "sorted(s['step'] for s in j['running'])")" \
-  "['sad', 'talk']"
+expect_eq "status json: the three steps run" "$(json "sorted(s['step'] for s in j['running'])")" \
+  "['quiet', 'sad', 'talk']"
 expect_eq "status json: a step has its one core" \
   "$(json "[len(s['cores']) for s in j['running'] if s['step']=='talk'][0]")" 1
 cores=$(json "[s['cores'][0] for s in j['running'] if s['step']=='talk'][0]")
@@ -74,6 +79,17 @@ touch "$T/flags/sad"
 rc=0; wait $follow || rc=$?
 expect_eq "log -f: a step's exit status is its own" "$rc" 3
 expect_contains "log -f: the failed step's last words" "$(cat "$T/sad.out")" "sad-end"
+
+# A step that prints nothing has no output file until it prints: log -f waits all the
+# same and ends with its status.
+"$BERTH" log -f pipeline.toml quiet >"$T/quiet.out" 2>"$T/quiet.err" &
+follow=$!
+sleep 0.5
+kill -0 $follow 2>/dev/null && ok "log -f waits on a step that printed nothing" ||
+  fail "log -f on a quiet step ended early: $(cat "$T/quiet.err")"
+touch "$T/flags/quiet"
+rc=0; wait $follow || rc=$?
+expect_eq "log -f on a quiet step: ends with its status, prints nothing" "$rc:$(cat "$T/quiet.out")" "5:"
 
 wait $run1 || true
 wait $run2 || true
