@@ -214,6 +214,7 @@ Result<Allocation> discover(const Input& in) {
   a.owner = owner->name;
   a.scheduler_owned = owner->scheduler_owned;
   a.job_id = found.job_id;
+  a.job_step = found.job_step;
   const auto factor = static_cast<size_t>(in.options.multiplier);
   if (found.count > kMaxNodes / factor) {
     if (factor == 1) {

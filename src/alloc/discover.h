@@ -21,6 +21,9 @@ struct Allocation {
   std::string owner;             // the owning source's name
   bool scheduler_owned = false;  // an external resource manager owns these nodes
   std::string job_id;            // the scheduler's job id, or empty
+  // Inside a job step (Slurm's srun), its id: the nodes are the step's and each node's
+  // slots the CPUs the step was given there (spec 01 §2.2). Empty: the whole job.
+  std::string job_step;
   std::vector<Node> nodes;       // node-table order
   int64_t total_slots = 0;       // sum over nodes that are up
 

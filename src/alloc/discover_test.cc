@@ -91,6 +91,17 @@ TEST(Discover, SlurmInsideAStepIsTheStepsAllocation) {
   EXPECT_EQ(a->nodes[0].name, "n1");
   EXPECT_EQ(a->nodes[1].name, "n2");
   EXPECT_EQ(a->total_slots, 2);
+  // And says so: berth alloc inside the step names it, and what its slots are.
+  EXPECT_EQ(a->job_step, "0");
+  EXPECT_NE(to_text(*a).find("job 77 step 0, 2 node(s), 2 slot(s) (the step's nodes"),
+            std::string::npos)
+      << to_text(*a);
+  EXPECT_NE(to_json(*a).find("\"job_step\": \"0\""), std::string::npos);
+  // Outside a step nothing is said of one.
+  auto job = run(slurm_env());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->job_step, "");
+  EXPECT_EQ(to_json(*job).find("job_step"), std::string::npos);
 }
 
 TEST(Discover, SlurmStepSlotsAreTheCpusItGave) {
@@ -121,6 +132,12 @@ TEST(Discover, SlurmStepErrorsNameTheStepVariable) {
   auto b = run(c);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message().find("SLURM_CPUS_PER_TASK"), std::string::npos);
+  Env d = step_env();
+  d.set("SLURM_STEP_ID", "0;rm");
+  auto id = run(d);
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.error().message().find("SLURM_STEP_ID: '0;rm' is not a Slurm step id"),
+            std::string::npos);
 }
 
 TEST(Discover, SlurmFallsBackToOldNodelistName) {

@@ -95,6 +95,10 @@ void write_json(const Allocation& a, const std::function<void(std::string_view)>
   buf += yes(a.scheduler_owned);
   buf += ",\n  \"job_id\": "sv;
   text(a.job_id);
+  if (!a.job_step.empty()) {
+    buf += ",\n  \"job_step\": "sv;
+    text(a.job_step);
+  }
   buf += ",\n  \"total_slots\": "sv;
   num(a.total_slots);
   buf += ",\n  \"nodes\": "sv;
@@ -177,9 +181,11 @@ std::string to_xml(const Allocation& a) {
 
 std::string to_text(const Allocation& a) {
   size_t up = a.up_nodes().size();
-  std::string out = fmt::format("allocation: {}{}{}, {} node(s), {} slot(s)\n", a.owner,
-                                a.scheduler_owned ? " (scheduler-owned)" : "",
-                                a.job_id.empty() ? "" : ", job " + a.job_id, up, a.total_slots);
+  std::string out = fmt::format(
+      "allocation: {}{}{}{}, {} node(s), {} slot(s){}\n", a.owner,
+      a.scheduler_owned ? " (scheduler-owned)" : "", a.job_id.empty() ? "" : ", job " + a.job_id,
+      a.job_step.empty() ? "" : " step " + a.job_step, up, a.total_slots,
+      a.job_step.empty() ? "" : " (the step's nodes; a node's slots: the CPUs the step was given there)");
   size_t w = 4;
   for (const Node& n : a.nodes) w = std::max(w, n.name.size());
   // One buffer for the whole table: allocations have 10^5 nodes.

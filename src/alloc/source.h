@@ -60,6 +60,7 @@ using NodeSink = std::function<void(const NodeSpec&)>;
 
 struct Found {
   std::string job_id;                 // the scheduler's job id, or empty
+  std::string job_step;               // inside a job step, its id (Allocation::job_step)
   // The nodes: each(add) hands every node to `add` once, in order, as often as it is
   // called. A source that parsed a list holds it (listed()); the Slurm source expands
   // its node list as the nodes are handed over, so that a job's 10^5 names go straight

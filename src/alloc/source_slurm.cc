@@ -49,7 +49,7 @@ SourceResult found(const std::string& job_id, hostlist::Names names,
 // and its steps run on the CPUs srun gave its task (srun -c2: two at a time), not one
 // per task.
 SourceResult discover_slurm_step(const Input& in, const std::string& job_id,
-                                 const std::string& list_text) {
+                                 const std::string& step_id, const std::string& list_text) {
   auto names = hostlist::parse(list_text);
   if (!names.ok()) return names.error().with_context("SLURM_STEP_NODELIST");
   BERTH_TRY(auto count_text, in.env.get_bounded("SLURM_STEP_TASKS_PER_NODE"));
@@ -79,7 +79,9 @@ SourceResult discover_slurm_step(const Input& in, const std::string& job_id,
     }
     for (auto& c : *counts) c *= cpus;
   }
-  return found(job_id, std::move(*names), std::move(*counts));
+  auto f = found(job_id, std::move(*names), std::move(*counts));
+  if (f.ok() && *f) (*f)->job_step = step_id;
+  return f;
 }
 
 }  // namespace
@@ -100,9 +102,14 @@ SourceResult discover_slurm(const Input& in) {
   // is the step's, one view of nodes and counts: srun overwrites SLURM_TASKS_PER_NODE
   // with the step's counts but leaves SLURM_JOB_NODELIST and SLURM_NODELIST the job's.
   BERTH_TRY(auto step, first_of(in.env, {"SLURM_STEP_ID", "SLURM_STEPID"}));
+  if (step && !str::parse_uint(step->second, UINT32_MAX).ok()) {
+    return fail(Errc::kInvalidInput,
+                fmt::format("{}: '{}' is not a Slurm step id (expected a decimal number)",
+                            step->first, str::printable(step->second)));
+  }
   if (step) {
     BERTH_TRY(auto step_list, in.env.get_bounded("SLURM_STEP_NODELIST"));
-    if (step_list) return discover_slurm_step(in, job_id, *step_list);
+    if (step_list) return discover_slurm_step(in, job_id, step->second, *step_list);
   }
   BERTH_TRY(auto list, first_of(in.env, {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}));
   if (!list) {
