@@ -75,6 +75,11 @@ std::optional<int> follow_running_step(const std::string& pipeline_dir, const st
                   again->board.pid != pid;
       if (gone) {
         drain_what_is_there();
+        // Its status may have come between the look above and the board's: it is kept.
+        if (auto code = pipeline::live_exit_status(output)) {
+          *stored = fd < 0;
+          return done(*code);
+        }
         if (again.ok() && again->state == pipeline::BoardRead::State::kStale) {
           std::fprintf(stderr, "berth: the run of step '%s' ended without it: %s\n",
                        str::printable(step).c_str(), again->stale.c_str());

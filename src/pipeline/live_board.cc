@@ -196,7 +196,11 @@ void LiveBoard::begin() {
     std::string name = d.path().filename().string();
     if (name.rfind(mine, 0) != 0) continue;
     auto pid = str::parse_uint(std::string_view(name).substr(mine.size()), 1u << 30);
-    if (pid.ok() && ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH) {
+    // Gone for a while, not just now: a follower of a step of the run that just ended
+    // still reads its status (live_exit_status()).
+    auto when = fs::last_write_time(d.path(), ec);
+    bool recent = !ec && fs::file_time_type::clock::now() - when < kKeepEndedRuns;
+    if (pid.ok() && !recent && ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH) {
       fs::remove_all(d.path(), ec);
     }
   }

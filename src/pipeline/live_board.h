@@ -37,6 +37,9 @@
 
 namespace berth::pipeline {
 
+// How long the output folder of a run that is gone is kept before a later run of the
+// host removes it: its steps' statuses, for followers that look after it ended.
+inline constexpr std::chrono::minutes kKeepEndedRuns{2};
 // The least time between two writes of the board.
 inline constexpr std::chrono::milliseconds kBoardInterval{200};
 // The board format written today (its "version").
