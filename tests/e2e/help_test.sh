@@ -4,36 +4,16 @@
 # subcommand list, so a subcommand added without either fails here.
 . "$(dirname "$0")/common.sh"
 
-python3 - "$BERTH" >"$T/checks" 2>"$T/py.err" <<'PY' || fail "the checker itself failed: $(cat "$T/py.err")"
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$E2E" python3 - "$BERTH" >"$T/checks" 2>"$T/py.err" <<'PY' || fail "the checker itself failed: $(cat "$T/py.err")"
+import functools
 import re
-import subprocess
 import sys
 
+import cli_help
+from cli_help import block, say
+
 berth = sys.argv[1]
-
-
-def say(good, what):
-    print(("ok" if good else "fail") + "\t" + what)
-
-
-def helptext(words):
-    r = subprocess.run([berth, *words, "--help"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"berth {' '.join(words)} --help exited {r.returncode}: {r.stderr}")
-    return r.stdout
-
-
-def block(text, title):
-    """The lines of a CLI11 help block ('Positionals:', 'Subcommands:')."""
-    out, inside = [], False
-    for line in text.splitlines():
-        if line.strip() == title:
-            inside = True
-        elif inside and line and not line.startswith(" "):
-            break
-        elif inside and line.strip():
-            out.append(line)
-    return out
+helptext = functools.partial(cli_help.helptext, berth)
 
 
 def column(text):
@@ -63,7 +43,7 @@ def entries(lines, col):
 
 
 def check(words):
-    text = helptext(words)
+    text = helptext(*words)
     name = "berth " + " ".join(words)
     first = text.splitlines()[0] if text.strip() else ""
     say(bool(first.strip()) and not first.startswith("Usage"),

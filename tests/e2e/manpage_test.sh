@@ -29,17 +29,18 @@ expect_contains "the rendered page has the launch section" "$rendered" "BERTH LA
 
 # --- The page against --help, and the completion against --help. One line per
 # assertion: "ok<TAB>what" or "fail<TAB>what".
-python3 - "$BERTH" "$PAGE" "$COMPLETION" "$BERTH_SOURCE_DIR/CMakeLists.txt" >"$T/checks" 2>"$T/py.err" <<'PY' || fail "the checker itself failed: $(cat "$T/py.err")"
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$E2E" python3 - "$BERTH" "$PAGE" "$COMPLETION" "$BERTH_SOURCE_DIR/CMakeLists.txt" >"$T/checks" 2>"$T/py.err" <<'PY' || fail "the checker itself failed: $(cat "$T/py.err")"
+import functools
 import re
 import subprocess
 import sys
 
+import cli_help
+from cli_help import block, say
+
 berth, page_path, completion, cmakelists = sys.argv[1:5]
 EXEMPT = {"-h", "--help"}  # every subcommand's; DESCRIPTION says so once
-
-
-def say(good, what):
-    print(("ok" if good else "fail") + "\t" + what)
+helptext = functools.partial(cli_help.helptext, berth)
 
 
 def same(what, got, want):
@@ -48,26 +49,6 @@ def same(what, got, want):
     detail = "".join([f"; missing {' '.join(missing)}" if missing else "",
                       f"; not in --help: {' '.join(extra)}" if extra else ""])
     say(not missing and not extra, what + detail)
-
-
-def helptext(*args):
-    r = subprocess.run([berth, *args, "--help"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"berth {' '.join(args)} --help exited {r.returncode}: {r.stderr}")
-    return r.stdout
-
-
-def block(text, title):
-    """The lines of a CLI11 help block ('Options:', 'Subcommands:')."""
-    out, inside = [], False
-    for line in text.splitlines():
-        if line.strip() == title:
-            inside = True
-        elif inside and line and not line.startswith(" "):
-            break
-        elif inside and line.strip():
-            out.append(line)
-    return out
 
 
 def subcommands(text):
