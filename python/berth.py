@@ -339,8 +339,9 @@ def _seams(env=None, machine=None, sysfs_root=None, affinity=None, slurm_version
         hosts = [hosts]
     if affinity is not None and not isinstance(affinity, str):
         affinity = _encode_ids(sorted(int(c) for c in affinity))
-    if launcher not in ("auto", "srun", "pals", "local"):
-        raise BadInput(f"launcher: {launcher!r} is none of auto, srun, pals and local",
+    if launcher not in ("auto", "srun", "pals", "local", "mpirun", "hydra"):
+        raise BadInput(f"launcher: {launcher!r} is none of auto, srun, pals, local, mpirun "
+                       "and hydra",
                        "invalid-input")
     return {
         "env": dict(_os.environ if env is None else env),

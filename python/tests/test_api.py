@@ -122,8 +122,8 @@ def test_bad_input_is_BadInput_with_berths_message(cli):
         berth.machine(env=EMPTY_ENV, affinity="3-1")
     with pytest.raises(berth.BadInput, match="the launcher is not srun"):
         berth.machine(env=EMPTY_ENV, launcher="local", slurm_version="22.05")
-    with pytest.raises(berth.BadInput, match="none of auto, srun, pals and local"):
-        berth.machine(env=EMPTY_ENV, launcher="mpirun")
+    with pytest.raises(berth.BadInput, match="none of auto, srun, pals, local, mpirun and hydra"):
+        berth.machine(env=EMPTY_ENV, launcher="aprun")
     with pytest.raises(berth.BadInput, match="no-such-machine"):
         berth.machine(env=EMPTY_ENV, machine="no-such-machine")
     with pytest.raises(ValueError):  # BadInput is a ValueError

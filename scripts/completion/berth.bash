@@ -93,7 +93,7 @@ _berth_value() {
         *) _berth_words "text json" "$cur" ;;
       esac
       ;;
-    --launcher) _berth_words "auto srun pals local" "$cur" ;;
+    --launcher) _berth_words "auto srun pals local mpirun hydra" "$cur" ;;
     --slurm-slots) _berth_words "tasks cpus" "$cur" ;;
     --gpus) _berth_words "none" "$cur" ;;
     --bind-to) _berth_words "core hwthread none" "$cur" ;;

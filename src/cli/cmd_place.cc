@@ -294,7 +294,8 @@ std::function<int()> setup_place(CLI::App& app) {
   app.add_option("--nodes", f->nodes, "Nodes the launch may use: a,b");
   app.add_option("--cores", f->cores, "Core ids on every node (0-3,8), or per node 'a:SET;b:SET'");
   app.add_option("--gpus", f->gpus, "GPU total for the launch, or none")->capture_default_str();
-  app.add_option("--gpu-ids", f->gpu_ids, "Device ids where nothing assigns GPUs (PALS, local)");
+  app.add_option("--gpu-ids", f->gpu_ids,
+                 "Device ids where nothing assigns GPUs (PALS, mpirun, hydra, local)");
   app.add_option("--memory-cap", f->memory_cap, "Memory cap in MB per node (absent unless given)");
   app.add_option("--format", f->format, "Output: the shell command, or JSON")
       ->check(CLI::IsMember({"shell", "json"}))

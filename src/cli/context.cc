@@ -33,8 +33,8 @@ void add_machine_flags(CLI::App& app, MachineFlags& f) {
                  "Read the node's CPUs, GPUs and memory under DIR (laid out like /)");
   app.add_option("--affinity", f.affinity,
                  "Stand-in for this process's CPU affinity (a list like 0-3,8)");
-  app.add_option("--launcher", f.launcher, "Launcher: auto, srun, pals or local")
-      ->check(CLI::IsMember({"auto", "srun", "pals", "local"}))
+  app.add_option("--launcher", f.launcher, "Launcher: auto, srun, pals, local, mpirun or hydra")
+      ->check(CLI::IsMember({"auto", "srun", "pals", "local", "mpirun", "hydra"}))
       ->capture_default_str();
   app.add_option("--slurm-version", f.slurm_version,
                  "Take the Slurm version as X.Y instead of running srun --version");

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "alloc/hostlist.h"
+#include "place/mpi_launcher.h"
 #include "topo/cpu_reader.h"
 #include "topo/gpus.h"
 #include "util/files.h"
@@ -129,6 +130,7 @@ Result<Context> build_context(Env env, const AllocationOptions& a, const Machine
 
   // 4. The launcher: its kind from the allocation's owner (a Slurm job is launched
   //    with srun, a PBS job with mpiexec) or the machine; its version from running it.
+  if (auto chosen = choose_mpi_launcher(c, m, probe)) return std::move(*chosen);  // spec 02 §8
   topo::LauncherKind kind = c.machine->launcher;
   c.launcher_reason = "the machine's launcher";
   if (m.launcher == "srun") {

@@ -131,7 +131,7 @@ TEST(Context, RenderingJsonIsWhatPlacePrints) {
 TEST(Context, OptionsThatDoNotParseNameThemselves) {
   Node16 n;
   MachineOptions m;
-  m.launcher = "mpirun";
+  m.launcher = "aprun";
   auto bad = build(Env(), m, n.tree.root());
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code(), Errc::kInvalidInput);

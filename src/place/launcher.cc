@@ -32,6 +32,9 @@ std::string placement_refusal(const Launcher& l) {
       if (l.is_pals) return "";
       return fmt::format("mpiexec is not PALS's ({}); berth places only with PALS mpiexec",
                          l.version_text);
+    case topo::LauncherKind::kMpirun:
+    case topo::LauncherKind::kHydra:
+      return l.mpi_refusal;  // decided when it was found (place/mpi_launcher.h)
   }
   return "unknown launcher";
 }
@@ -45,6 +48,8 @@ Mechanism placement_support(const Launcher& l) {
                  : Mechanism::kCpuBinding;
     case topo::LauncherKind::kPalsMpiexec:
     case topo::LauncherKind::kLocal:
+    case topo::LauncherKind::kMpirun:
+    case topo::LauncherKind::kHydra:
       return Mechanism::kCpuBinding;
   }
   return Mechanism::kNone;
@@ -62,13 +67,22 @@ CapSupport memory_cap_support(const Launcher& l) {
 
 std::string unreachable(const Launcher& l, std::string_view node, std::string_view here) {
   if (node == here) return "";
+  const bool mpi = l.kind == topo::LauncherKind::kMpirun || l.kind == topo::LauncherKind::kHydra;
   if (l.kind == topo::LauncherKind::kSrun ||
-      (l.kind == topo::LauncherKind::kPalsMpiexec && l.is_pals)) {
+      (l.kind == topo::LauncherKind::kPalsMpiexec && l.is_pals) || (mpi && l.mpi_refusal.empty())) {
     return "";
   }
-  const char* what = l.kind == topo::LauncherKind::kLocal
-                         ? "the launcher here is local (no srun, no PALS mpiexec)"
-                         : "mpiexec here is not PALS's";
+  std::string what;
+  if (mpi) {
+    what = fmt::format("{} cannot place here ({})", l.program, l.mpi_refusal);
+  } else if (l.kind != topo::LauncherKind::kLocal) {
+    what = "mpiexec here is not PALS's";
+  } else if (!l.version_text.empty()) {
+    // Looked for an MPI launcher (Grid Engine, LSF, a hostfile) and found none usable.
+    what = fmt::format("the launcher here is local (no srun, no PALS mpiexec; {})", l.version_text);
+  } else {
+    what = "the launcher here is local (no srun, no PALS mpiexec)";
+  }
   return fmt::format(
       "node '{}' is not this node ('{}') and nothing here reaches it: {}. "
       "Run berth on that node (a --worker there shares the work), or inside "
@@ -175,6 +189,12 @@ Launcher detect_launcher(topo::LauncherKind kind, VersionProbe& probe) {
       }
       return l;
     }
+    case topo::LauncherKind::kMpirun:
+    case topo::LauncherKind::kHydra:
+      // Found for an allocation, by place::detect_mpi_launcher (mpi_launcher.h).
+      l.detected_by = "not asked: see place/mpi_launcher.h";
+      l.mpi_refusal = "the MPI launcher was not looked for";
+      return l;
     case topo::LauncherKind::kPalsMpiexec: {
       l.program = "mpiexec";
       l.detected_by = "mpiexec --version";

@@ -44,6 +44,18 @@ struct Launcher {
   // the version; nullopt when not asked or unreadable, with the reason in mpi_text.
   std::optional<std::vector<std::string>> mpi_plugins;
   std::string mpi_text;
+  // mpirun and hydra (spec 02 §8, place/mpi_launcher.h), set when one is chosen: the
+  // allocation whose nodes it starts ranks on ("gridengine", "lsf", "hosts"), which
+  // decides how it reaches them; this node's name there ("" when the allocation does
+  // not hold it), where a launch of one task keeps the local rendering; and why it
+  // cannot place ("" when it can: found, a version berth renders for, a way to reach
+  // the allocation's nodes).
+  std::string allocation;
+  std::string here;
+  std::string mpi_refusal;
+  // mpirun: where its rankfiles are written (render_mpi.h): the TMPDIR of the
+  // environment berth was given, else /tmp.
+  std::string tmpdir;
 };
 
 enum class Mechanism { kSchedulerEnforced, kCpuBinding, kNone };
@@ -60,8 +72,9 @@ std::string placement_refusal(const Launcher& l);
 
 // Why a launch placed on `node` cannot be started from `here` (this node's name) with
 // `l`, or "" when it can: this node itself, or any node of the allocation when the
-// launcher reaches other nodes (srun, PALS mpiexec). A node nothing reaches is refused
-// rather than run on this node under its name (spec 02 §7).
+// launcher reaches other nodes (srun, PALS mpiexec, an mpirun or hydra that can place).
+// A node nothing reaches is refused rather than run on this node under its name
+// (spec 02 §7).
 std::string unreachable(const Launcher& l, std::string_view node, std::string_view here);
 
 // Reads "slurm 22.05.8" / "slurm-wlm 20.02.7" (first line of srun --version).

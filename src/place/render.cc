@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "place/render_mpi.h"
 #include "topo/gpus.h"
 #include "util/idset.h"
 #include "util/strings.h"
@@ -369,15 +370,21 @@ Result<Rendered> render_local(const topo::MachineDescription& m, const Launcher&
         *s.memory_cap));
   }
   if (!p) return r;
+  // Where an MPI launcher was looked for (Grid Engine, LSF, a hostfile: spec 02 §8) and
+  // none can place, what was found goes with the refusal.
+  const std::string no_mpi = l.kind == LauncherKind::kLocal && !l.version_text.empty()
+                                 ? " (" + l.version_text + ")"
+                                 : "";
   if (p->nodes.size() != 1) {
     return fail(Errc::kRefused,
                 fmt::format("the local launcher places on this node only; the placement names "
-                            "{} nodes",
-                            p->nodes.size()));
+                            "{} nodes{}",
+                            p->nodes.size(), no_mpi));
   }
   if (s.tasks != 1) {
     return fail(Errc::kRefused,
-                fmt::format("the local launcher starts one process, not {} tasks", s.tasks));
+                fmt::format("the local launcher starts one process, not {} tasks{}", s.tasks,
+                            no_mpi));
   }
   if (static_cast<int>(p->cores[0].size()) < s.cpus_per_task) {
     return fail(Errc::kRefused,
@@ -448,6 +455,13 @@ Result<Rendered> render(const topo::MachineDescription& machine, const Launcher&
     case LauncherKind::kSrun: return render_srun(machine, launcher, placement, spec);
     case LauncherKind::kPalsMpiexec: return render_pals(machine, launcher, placement, spec);
     case LauncherKind::kLocal: return render_local(machine, launcher, placement, spec);
+    case LauncherKind::kMpirun:
+    case LauncherKind::kHydra:
+      // One task on this node alone is berth's to start and bind (spec 02 §8).
+      if (keeps_local_rendering(launcher, placement, spec)) {
+        return render_local(machine, launcher, placement, spec);
+      }
+      return render_mpi(machine, launcher, placement, spec);
   }
   return fail(Errc::kInternal, "unknown launcher kind");
 }

@@ -20,6 +20,9 @@
 //                   rejects it), never the cap. CPU-binding.
 //   local           the command itself, with berth binding the process tree to the
 //                   core set and the GPU visibility variable set. CPU-binding.
+//   mpirun, hydra   the MPI implementation's own launcher under Grid Engine, LSF and
+//                   hostfiles (place/render_mpi.h); one task on this node alone keeps
+//                   the local rendering. CPU-binding.
 //
 // Without a placement every renderer produces exactly the command it would produce
 // had placement never existed. A machine's own binding options are kept only where

@@ -268,6 +268,9 @@ const char* scheduler_kind_name(SchedulerKind kind) {
   return "none";
 }
 const char* launcher_kind_name(LauncherKind kind) {
+  // Detected, never described: not in kLaunchers, so no description can name them.
+  if (kind == LauncherKind::kMpirun) return "mpirun";
+  if (kind == LauncherKind::kHydra) return "hydra";
   for (const auto& [name, value] : kLaunchers) {
     if (value == kind) return name.data();
   }

@@ -29,7 +29,10 @@
 namespace berth::topo {
 
 enum class SchedulerKind { kNone, kSlurm, kPbs };
-enum class LauncherKind { kLocal, kSrun, kPalsMpiexec };
+// kMpirun (Open MPI's mpirun) and kHydra (MPICH's mpiexec.hydra) are never named in a
+// description: berth finds them at run time under Grid Engine, LSF and hostfile
+// allocations (place/mpi_launcher.h, spec 02 §8).
+enum class LauncherKind { kLocal, kSrun, kPalsMpiexec, kMpirun, kHydra };
 // How far a memory figure can be trusted: how it was measured, or detected at run time.
 enum class MemoryStanding {
   kSurveyed,   // read off every node of the machine: the smallest any reports
@@ -38,8 +41,8 @@ enum class MemoryStanding {
   kDetected,   // no figure shipped; read from the node at run time
 };
 
-// Names as the files spell them: "none"/"slurm"/"pbs", "local"/"srun"/"pals-mpiexec",
-// "surveyed"/"published"/"estimate"/"detected".
+// Names as the files spell them: "none"/"slurm"/"pbs", "local"/"srun"/"pals-mpiexec"
+// (and "mpirun"/"hydra", which no file spells), "surveyed"/"published"/"estimate"/"detected".
 const char* scheduler_kind_name(SchedulerKind kind);
 const char* launcher_kind_name(LauncherKind kind);
 const char* memory_standing_name(MemoryStanding standing);
