@@ -48,7 +48,9 @@ Result<RunAgents> start_run_agents(const Context& ctx, std::string_view mode_tex
     return out;  // steps elsewhere go through the launcher, as they can
   }
   launch::AgentsOptions o;
-  for (auto& l : *launches) o.channels.push_back({std::move(l.argv), std::move(l.nodes)});
+  for (auto& l : *launches) {
+    o.channels.push_back({std::move(l.argv), std::move(l.nodes), std::move(l.ended)});
+  }
   o.env = process_env();
   o.say = say;
   out.agents = launch::Agents::start(std::move(o));

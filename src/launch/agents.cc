@@ -170,6 +170,13 @@ struct Agents::State {
     }
   }
 
+  size_t index_of(const Channel& c) const {
+    for (size_t k = 0; k < channels.size(); ++k) {
+      if (channels[k].get() == &c) return k;
+    }
+    return channels.size();
+  }
+
   static std::string tail_text(const Channel& c) {
     if (c.err_tail.empty()) return "";
     return " (its launcher said: " + str::join(std::vector<std::string>(c.err_tail.begin(), c.err_tail.end()), "; ") + ")";
@@ -212,7 +219,12 @@ struct Agents::State {
           size_t start = 0;
           std::lock_guard<std::mutex> lock(mu);
           for (size_t nl; (nl = err_buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-            keep_tail(c.err_tail, str::printable(err_buf.substr(start, nl - start)));
+            std::string line = str::printable(err_buf.substr(start, nl - start));
+            std::string node = c.spec.ended ? c.spec.ended(line) : "";
+            keep_tail(c.err_tail, line);
+            if (!node.empty() && nodes.count(node) && nodes.at(node).channel == index_of(c)) {
+              lose(node, "its launcher said: " + line);
+            }
           }
           err_buf.erase(0, start);
         }

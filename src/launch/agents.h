@@ -38,6 +38,9 @@ namespace berth::launch {
 struct AgentChannel {
   std::vector<std::string> argv;
   std::vector<std::string> nodes;
+  // The node a line of the launcher's stderr says has lost its agent, or "" (null:
+  // none does); that node is lost at once.
+  std::function<std::string(std::string_view)> ended;
 };
 
 struct AgentsOptions {

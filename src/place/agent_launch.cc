@@ -35,10 +35,24 @@ AgentLaunch one_step(const Launcher& l, const std::vector<std::string>& nodes,
   a.argv.insert(a.argv.end(), agent.begin(), agent.end());
   a.argv.push_back("--node-from");
   a.argv.push_back("SLURMD_NODENAME");
+  a.ended = srun_task_ended;
   return a;
 }
 
 }  // namespace
+
+std::string srun_task_ended(std::string_view line) {
+  constexpr std::string_view kError = "srun: error: ";
+  if (!line.starts_with(kError)) return "";
+  line.remove_prefix(kError.size());
+  size_t colon = line.find(": task ");
+  if (colon == std::string_view::npos || colon == 0) return "";
+  std::string_view rest = line.substr(colon + 7);
+  size_t digits = 0;
+  while (digits < rest.size() && str::is_digit(rest[digits])) ++digits;
+  if (digits == 0 || rest.substr(digits, 2) != ": ") return "";
+  return std::string(line.substr(0, colon));
+}
 
 Result<AgentsMode> parse_agents_mode(std::string_view text) {
   if (text == "auto") return AgentsMode::kAuto;

@@ -18,6 +18,7 @@
 // (Slurm 23.11 and later), which marks a step that starts other work.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +36,15 @@ Result<AgentsMode> parse_agents_mode(std::string_view text);
 struct AgentLaunch {
   std::vector<std::string> argv;
   std::vector<std::string> nodes;  // the agents it starts, by node
+  // Reads a line the launcher wrote on stderr: the node whose agent it says has ended
+  // ("" for any other line). One srun serves every agent, and outlives the one that
+  // died: its word is how the run learns at once, not after a silence.
+  std::function<std::string(std::string_view)> ended;
 };
+
+// The node of srun's line for a task that ended ("srun: error: n3: task 2: Killed"),
+// or "".
+std::string srun_task_ended(std::string_view line);
 
 // The launcher commands that start an agent (`agent`: berth's path and its words) on
 // each of `nodes` in an allocation owned by `owner`; kUnsupported, saying why, where
