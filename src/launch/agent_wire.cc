@@ -328,8 +328,11 @@ Result<JobOutcome> outcome_from_json(const json& j) {
     BERTH_TRY(ro.started, flag_of(r, "started"));
     BERTH_TRY(ro.failure, text_of(r, "failure", false));
     if (auto s = r.find("status"); s != r.end()) {
-      if (!s->is_array() || s->size() != 4 || !(*s)[0].is_boolean() ||
-          !(*s)[1].is_number_integer() || !(*s)[2].is_number_integer() || !(*s)[3].is_boolean()) {
+      auto small = [](const json& v) {
+        return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 255;
+      };
+      if (!s->is_array() || s->size() != 4 || !(*s)[0].is_boolean() || !small((*s)[1]) ||
+          !small((*s)[2]) || !(*s)[3].is_boolean()) {
         return fail(Errc::kInvalidInput, "a rank's 'status' is not [signaled, code, signal, core]");
       }
       ExitStatus st;
