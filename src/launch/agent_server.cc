@@ -159,6 +159,10 @@ class Agent {
     for (const auto& [k, v] : e->items()) {
       if (v.is_string()) env.set(k, v.get<std::string>());
     }
+    // The variables that name the node are this node's, not the run's.
+    for (const char* name : {"HOSTNAME", "SLURMD_NODENAME"}) {
+      if (auto mine = o_.env.get(name)) env.set(name, *mine);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     env_ = std::move(env);
   }

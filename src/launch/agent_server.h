@@ -29,7 +29,9 @@ struct ServerOptions {
   int out_fd = 1;         // its messages to the run (agent_wire.h framing)
   int stop_fd = -1;       // readable: end as at the run's end (the agent's own SIGTERM)
   std::chrono::milliseconds beat{1000};
-  Env env;                // its own environment: the jobs' until the run sends its own
+  // Its own environment: the jobs' until the run sends its own (then the run's, but for
+  // the variables that name the node: HOSTNAME, SLURMD_NODENAME stay this node's).
+  Env env;
   Spawner* spawner = nullptr;  // null: the real one
 };
 

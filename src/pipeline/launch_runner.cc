@@ -436,8 +436,8 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
 }
 
 bool LaunchStepRunner::by_agent(const Attempt& a) const {
-  return o_.agents != nullptr && a.p.nodes.size() == 1 && a.r.node != o_.host &&
-         o_.agents->serves(a.r.node);
+  // This node too, where it has an agent (--agents all).
+  return o_.agents != nullptr && a.p.nodes.size() == 1 && o_.agents->serves(a.r.node);
 }
 
 void LaunchStepRunner::lost(Attempt& a) {

@@ -100,7 +100,7 @@ class LaunchStepRunner final : public StepRunner {
   void bind_here(Attempt& a, launch::JobSpec& job, launch::AppSpec& app);
   bool through_launcher(Attempt& a, launch::AppSpec& app);
   std::optional<launch::JobOutcome> run_step(Attempt& a, launch::JobSpec job, const Events& events);
-  // Whether the step runs through an agent: one node, not this one, whose agent serves.
+  // Whether the step runs through an agent: one node, whose agent serves.
   bool by_agent(const Attempt& a) const;
   void lost(Attempt& a);  // its node's agent was lost while it ran (spec 08 §5)
   bool succeeded(Attempt& a, const launch::JobOutcome& outcome);  // its output kept
