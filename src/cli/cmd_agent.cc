@@ -70,7 +70,8 @@ std::function<int()> setup_agent(CLI::App& app) {
   app.add_option("--node", f->node, "This node's name, as the run names it");
   app.add_option("--node-from", f->node_from,
                  "Take this node's name from the environment variable VARIABLE (SLURMD_NODENAME)");
-  add_machine_flags(app, f->machine);
+  app.add_option("--machine", f->machine.machine,
+                 "Machine description to use (default: detect), as the run was given");
   return [f] { return run_agent(*f); };
 }
 
