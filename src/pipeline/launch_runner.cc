@@ -355,8 +355,8 @@ void LaunchStepRunner::bind_here(Attempt& a, launch::JobSpec& job, launch::AppSp
     // step rather than let a cap look kept.
     a.r.notices.push_back(
         fmt::format("memory_cap_mb = {} is not enforced: the step ran on "
-                    "this node, where berth sets no memory limit",
-                    *s.memory_cap_mb));
+                    "{}, where berth sets no memory limit",
+                    *s.memory_cap_mb, a.agent ? "'" + a.r.node + "' (by its agent)" : "this node"));
   }
 }
 
