@@ -22,8 +22,9 @@ _berth_options() {
       ;;
     run)
       echo "-h --help --config --configfile --store --results --cache --worker --lease --store-patience --dry-run --commands --every-step --fail-fast -j --jobs
-        --keep-going --keep-failed --no-step-output --format $_berth_machine_opts $_berth_alloc_opts"
+        --keep-going --keep-failed --no-step-output --agents --format $_berth_machine_opts $_berth_alloc_opts"
       ;;
+    agent) echo "-h --help --node --node-from --machine" ;;
     report) echo "-h --help --html --store --format --run" ;;
     runs) echo "-h --help --store --format" ;;
     log) echo "-h --help -f --follow --store --cache" ;;
@@ -94,6 +95,7 @@ _berth_value() {
       esac
       ;;
     --launcher) _berth_words "auto srun pals local mpirun hydra" "$cur" ;;
+    --agents) _berth_words "auto off all" "$cur" ;;
     --slurm-slots) _berth_words "tasks cpus" "$cur" ;;
     --gpus) _berth_words "none" "$cur" ;;
     --bind-to) _berth_words "core hwthread none" "$cur" ;;
@@ -139,7 +141,7 @@ _berth() {
     if [[ $cur == -* ]]; then
       _berth_words "-h --help --version" "$cur"
     else
-      _berth_words "alloc machine place run report runs log status methods store launch" "$cur"
+      _berth_words "alloc machine place run report runs log status methods store launch agent" "$cur"
     fi
     return 0
   fi

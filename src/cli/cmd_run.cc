@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "cli/context.h"
 #include "cli/exit.h"
 #include "cli/last_run.h"
+#include "cli/run_agents.h"
 #include "cli/run_live.h"
 #include "cli/version.h"
 #include "pipeline/run_listing.h"
@@ -101,6 +103,7 @@ struct RunFlags {
   CLI::Option* worker_opt = nullptr;
   std::string lease = "10m";
   std::string store_patience = "3m";
+  std::string agents = "auto";
 };
 
 std::string clock_text(double seconds) {
@@ -205,17 +208,26 @@ int run_pipeline(const RunFlags& f) {
   // What runs now, shown to `berth status` and `berth log -f` (run_live.h).
   auto live = run_live_board(f.pipeline, f.cache, f.worker.has_value(), f.dry_run);
   o.live = live.get();
+  // One agent on each other node, started once through the allocation's launcher
+  // (spec 08); the pool places on what each node says it has.
+  auto say = [](std::string_view m) {
+    std::fprintf(stderr, "berth: %.*s\n", static_cast<int>(m.size()), m.data());
+  };
+  auto agents = start_run_agents(*ctx, f.agents, f.worker.has_value(), f.dry_run, f.machine, say);
+  if (!agents.ok()) return report(agents.error());
   pipeline::SessionPlace place;
-  place.nodes = ctx->pool_nodes();
+  place.nodes = ctx->pool_nodes(agents->offers);
+  std::erase_if(place.nodes, [&](const place::PoolNode& n) {
+    return std::find(agents->left_out.begin(), agents->left_out.end(), n.name) != agents->left_out.end();
+  });
+  place.agents = agents->agents.get();
   place.host = ctx->here();
   place.machine = ctx->machine;
   place.launcher = &ctx->launcher;
   place.probe = &version_probe();
   bool tty = isatty(2) && f.format == "text";
   pipeline::SessionSinks sinks;
-  sinks.say = [](std::string_view m) {
-    std::fprintf(stderr, "berth: %.*s\n", static_cast<int>(m.size()), m.data());
-  };
+  sinks.say = say;
   sinks.progress = with_board(live.get(), tty ? progress_line() : nullptr);
   // Each step's output reaches the user once, every line prefixed with its name, unless
   // told not to: it is kept either way (berth log).
@@ -290,6 +302,12 @@ std::function<int()> setup_run(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--store-patience", f->store_patience,
                  "How long an unanswering store is waited for before a step fails")
+      ->capture_default_str();
+  app.add_option("--agents", f->agents,
+                 "Berth agents on the allocation's other nodes, started once through its "
+                 "launcher, run the steps placed there: auto, off (one launcher call per "
+                 "step), all (this node's steps too)")
+      ->check(CLI::IsMember({"auto", "off", "all"}))
       ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Say what would run and why; run nothing");
   app.add_flag("--commands", f->commands,

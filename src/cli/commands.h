@@ -38,5 +38,6 @@ std::function<int()> setup_log(CLI::App& app);
 std::function<int()> setup_status(CLI::App& app);
 std::function<int()> setup_methods(CLI::App& app);
 std::function<int()> setup_store(CLI::App& app);
+std::function<int()> setup_agent(CLI::App& app);
 
 }  // namespace berth::cli

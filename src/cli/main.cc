@@ -37,6 +37,8 @@ const berth::cli::Command kCommands[] = {
     {"store", "Inspect the store: put, get, verify, cat; collect it: gc", berth::cli::setup_store},
     {"launch", "Run ranks of one or more apps on this node: bound, supervised, forwarded",
      berth::cli::setup_launch, /*takes_command=*/true},
+    {"agent", "Serve a run on this node (berth run starts it through the launcher)",
+     berth::cli::setup_agent},
 };
 
 // The command line without the words from the first `--` on, when the subcommand

@@ -65,27 +65,6 @@ Result<std::vector<std::string>> render_word(const Step& step, const Word& w,
 
 }  // namespace
 
-std::string shell_quote(std::string_view s) {
-  bool plain = !s.empty();
-  for (char c : s) {
-    if (!str::is_alnum(c) && std::string_view("_@%+=:,./-").find(c) == std::string_view::npos) {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) return std::string(s);
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += '\'';
-  return out;
-}
-
 Result<RenderedCommand> render_command(const Step& step, const StagedPaths& paths) {
   RenderedCommand rc;
   rc.shell = step.shell;

@@ -7,6 +7,8 @@
 // own text, and a `run` user may mean them to be shell syntax.
 #pragma once
 
+#include "util/strings.h"
+
 #include <map>
 #include <string>
 #include <string_view>
@@ -38,9 +40,8 @@ struct RenderedCommand {
 // from its item count.
 Result<RenderedCommand> render_command(const Step& step, const StagedPaths& paths);
 
-// `s` quoted for a POSIX shell: unchanged when it is non-empty and made only of
-// [A-Za-z0-9_@%+=:,./-], else in single quotes with each ' written '\''.
-std::string shell_quote(std::string_view s);
+// `s` quoted for a POSIX shell (util/strings.h).
+using str::shell_quote;
 
 // The command as the file wrote it after expansion, {in.X}/{out.X} left as
 // placeholders and a cmd's words joined by spaces: for --dry-run and provenance.

@@ -26,14 +26,11 @@
 
 namespace berth::pipeline {
 namespace scheduler {
-namespace {
 
 Shape shape_of(const Step& s) {
   SettledRequest q = settled_request(s);  // no-core steps (0 cores) in a queue of their own
   return {q.tasks, needs_no_core(s) ? 0 : q.cpus_per_task, q.gpus, q.nodes};
 }
-
-}  // namespace
 
 Result<void> Executor::read_tool_versions() {
   for (const auto& [name, tool] : g_.tools) {
@@ -573,7 +570,7 @@ void Executor::step_done(StepResult& d) {
   for (auto& dv : d.divergences) report_.divergences.push_back(dv);
   for (auto& p : d.problems) report_.problems.push_back(p);
   bool ok = d.record.state == StepState::kExecuted;
-  if (!ok && retry_later(d)) {
+  if (!ok && (requeue_lost(d) || retry_later(d))) {
     notify();
     return;
   }

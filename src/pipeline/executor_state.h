@@ -30,6 +30,7 @@ namespace berth::pipeline::scheduler {
 using SteadyTime = std::chrono::steady_clock::time_point;
 // What a queued step waits for a grant of: tasks, cpus per task, gpus, nodes (-1: any).
 using Shape = std::tuple<int, int, int, int>;
+Shape shape_of(const Step& s);  // a step's
 
 class Executor {
  public:
@@ -79,6 +80,10 @@ class Executor {
   // Step i failed with attempts left (its `retries`): it starts again after a backoff,
   // still keyed and still holding its lease. False when it has none left.
   bool retry_later(StepResult& d);
+  // Step i was lost with its node's agent (spec 08 §5): the node leaves the pool and
+  // the step goes back to the queue at once, to be placed elsewhere. False when the
+  // run is stopping, or it was not lost so (executor_lost.cc).
+  bool requeue_lost(StepResult& d);
   // Retries whose backoff is over go back to the queue; with the run stopping, each
   // ends as its last attempt did.
   void requeue_retries();

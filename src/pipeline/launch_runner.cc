@@ -129,6 +129,7 @@ struct LaunchStepRunner::Attempt {
   StepResult d;
   StepRecord& r = d.record;
   std::string started;  // when it started (UTC), for its provenance
+  bool agent = false;   // run by its node's agent (spec 08)
   std::string stage;    // its staging directory; "" once released
   // What the step left beside its outputs, found while its directory is emptied.
   std::vector<std::string> left;
@@ -279,7 +280,9 @@ std::optional<launch::JobSpec> LaunchStepRunner::job_for(Attempt& a) {
   launch::AppSpec app;
   app.ranks = 1;
   app.cwd = a.stage;
-  bool here = a.r.node == o_.host;
+  // On this node, or on another by its agent: one job, bound there (bind_here).
+  a.agent = by_agent(a);
+  bool here = a.r.node == o_.host || a.agent;
   job.bind = launch::BindTo::kNone;  // its tasks bound to cores of their own (bind_here)
   // What its grant could not do as it should (cores away from its GPUs) goes with it.
   a.r.notices.insert(a.r.notices.end(), a.p.notes.begin(), a.p.notes.end());
@@ -296,7 +299,7 @@ std::optional<launch::JobSpec> LaunchStepRunner::job_for(Attempt& a) {
   // A step's tasks on this node are one MPI job on berth's own wire-up; through a
   // launcher, the launcher's wire-up serves them (place::render asks for it).
   job.mpi = here ? a.s.mpi : wireup::Mode::kNone;
-  job.node = o_.host;
+  job.node = here ? a.r.node : o_.host;
   job.stdin_mode = launch::StdinMode::kNone;
   job.own_signals = false;
   job.cancel_fd = o_.cancel_fd;
@@ -352,8 +355,8 @@ void LaunchStepRunner::bind_here(Attempt& a, launch::JobSpec& job, launch::AppSp
     // step rather than let a cap look kept.
     a.r.notices.push_back(
         fmt::format("memory_cap_mb = {} is not enforced: the step ran on "
-                    "this node, where berth sets no memory limit",
-                    *s.memory_cap_mb));
+                    "{}, where berth sets no memory limit",
+                    *s.memory_cap_mb, a.agent ? "'" + a.r.node + "' (by its agent)" : "this node"));
   }
 }
 
@@ -412,7 +415,8 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
   if (auto mig = GpuProof::mig_limit_notice(a.p)) a.r.notices.push_back(std::move(*mig));
   if (proof) job.on_started = [&proof](int, pid_t pgid) { proof->started(pgid); };
   launch::Spawner& spawner = o_.spawner != nullptr ? *o_.spawner : launch::Spawner::real();
-  auto outcome = launch::run_job(job, parent_, spawner, sinks);
+  auto outcome = a.agent ? o_.agents->run(a.r.node, job, sinks)
+                             : launch::run_job(job, parent_, spawner, sinks);
   if (proof) {
     for (std::string& n : proof->finish()) a.r.notices.push_back(std::move(n));
   }
@@ -422,12 +426,25 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
   if (o_.live != nullptr) o_.live->ended(live, outcome.ok() ? outcome->exit_code : 1);
   events.exited();
   if (!outcome.ok()) {
+    if (outcome.error().code() == Errc::kUnavailable && a.agent) lost(a);
     fail(a, outcome.error().message());
     return std::nullopt;
   }
   a.launched = true;
   a.exit_status = outcome->exit_code;
   return std::move(*outcome);
+}
+
+bool LaunchStepRunner::by_agent(const Attempt& a) const {
+  // This node too, where it has an agent (--agents all).
+  return o_.agents != nullptr && a.p.nodes.size() == 1 && o_.agents->serves(a.r.node);
+}
+
+void LaunchStepRunner::lost(Attempt& a) {
+  // Its processes may live on there, still writing into its staging directory: the
+  // directory is left as it is, never handed to another step (the next run sweeps it).
+  a.d.lost_node = a.r.node;
+  a.stage.clear();
 }
 
 bool LaunchStepRunner::succeeded(Attempt& a, const launch::JobOutcome& outcome) {

@@ -6,8 +6,8 @@
 //      upstream inputs materialised from the store;
 //   2. its command rendered and launched — bound to its cores on this node as one job
 //      (an MPI job on berth's wire-up, spec 07) that sees its inputs read-only
-//      (read_only.h), or through the machine's launcher for
-//      a placement elsewhere; its output collected and handed to `output` once, after
+//      (read_only.h); the same job on another node, run there by that node's agent
+//      (spec 08); or through the machine's launcher for any other placement elsewhere; its output collected and handed to `output` once, after
 //      it ends; its placement freed as soon as its processes have ended;
 //   3. every file input stamped again: one changed while it ran fails the step;
 //   4. every output stored as an object (the store may adopt the file) and hashed in
@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "launch/agents.h"
 #include "launch/job.h"
 #include "launch/spawn.h"
 #include "pipeline/gpu_proof.h"
@@ -66,6 +67,10 @@ struct LaunchRunnerOptions {
   // Where each step running here is shown while it runs, its output as it comes
   // (live_board.h); null: nowhere.
   LiveBoard* live = nullptr;
+  // The run's agents on other nodes (agents.h, spec 08): a single-node step placed on
+  // a node whose agent serves is run there by it, bound and wired up as a step here
+  // is; null: every step elsewhere goes through the launcher.
+  launch::Agents* agents = nullptr;
 };
 
 class LaunchStepRunner final : public StepRunner {
@@ -95,6 +100,9 @@ class LaunchStepRunner final : public StepRunner {
   void bind_here(Attempt& a, launch::JobSpec& job, launch::AppSpec& app);
   bool through_launcher(Attempt& a, launch::AppSpec& app);
   std::optional<launch::JobOutcome> run_step(Attempt& a, launch::JobSpec job, const Events& events);
+  // Whether the step runs through an agent: one node, whose agent serves.
+  bool by_agent(const Attempt& a) const;
+  void lost(Attempt& a);  // its node's agent was lost while it ran (spec 08 §5)
   bool succeeded(Attempt& a, const launch::JobOutcome& outcome);  // its output kept
   bool inputs_unchanged(Attempt& a);                              // 3
   bool store_outputs(Attempt& a);                                 // 4: objects, then

@@ -172,6 +172,7 @@ struct Session::State {
     if (o.keep_failed) lo.keep_failed = fs::path(report_path).parent_path().string() + "/failed";
     lo.output = sinks.step_output;
     lo.live = o.live;
+    lo.agents = place.agents;
     return std::make_unique<LaunchStepRunner>(*graph, *staging, env, std::move(lo));
   }
   // The record found, and where this run publishes (publish.h).
@@ -412,13 +413,11 @@ Result<void> Session::State::make_pool() {
   if (o.worker && !place.host.empty()) {
     std::erase_if(nodes, [&](const place::PoolNode& n) { return n.name != place.host; });
   }
-  if (place.launcher != nullptr) {
-    for (const auto& n : nodes) {
-      if (std::string why = place::unreachable(*place.launcher, n.name, place.host);
-          !why.empty()) {
-        return fail(Errc::kRefused, why);
-      }
-    }
+  for (const auto& n : nodes) {
+    bool agent = place.agents != nullptr && place.agents->serves(n.name);
+    std::string why = place.launcher == nullptr || agent
+                          ? "" : place::unreachable(*place.launcher, n.name, place.host);
+    if (!why.empty()) return fail(Errc::kRefused, why);
   }
   pool.emplace(nodes);
   return Ok{};

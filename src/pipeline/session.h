@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launch/agents.h"
 #include "pipeline/config.h"
 #include "pipeline/executor.h"
 #include "pipeline/live_board.h"
@@ -93,6 +94,8 @@ struct SessionPlace {
   // The store every result goes to (null: the one SessionOptions::store names, waited
   // out through outages); a test hands one of its own, used as it is.
   store::ObjectStore* store = nullptr;
+  // The run's agents on other nodes (spec 08): a node one serves is reached through it.
+  launch::Agents* agents = nullptr;
 };
 
 struct SessionSinks {

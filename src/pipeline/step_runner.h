@@ -53,6 +53,9 @@ struct StepResult {
   StepRecord record;  // its state: executed, failed, refused or cancelled
   ResultStamps results;
   bool row_ours = false;  // the row in force is the one this step wrote
+  // The node whose agent was lost while it ran the step (spec 08 §5): the step's
+  // failure is not its own, and it runs again elsewhere. "" otherwise.
+  std::string lost_node;
   std::vector<Divergence> divergences;
   std::vector<std::string> problems;
 };

@@ -97,14 +97,11 @@ Result<alloc::Allocation> discover_allocation(const Env& env, const AllocationOp
   return alloc::discover(alloc::Input{env, o, local});
 }
 
-Result<Context> build_context(Env env, const AllocationOptions& a, const MachineOptions& m,
-                              VersionProbe& probe) {
-  Context c;
-  // 1. The environment and the allocation.
-  c.env = std::move(env);
-  BERTH_TRY(c.allocation, discover_allocation(c.env, a));
+namespace {
 
-  // 2. The machine: named, or detected (GPUs seen help tell machines apart).
+// The machine (named, or detected: GPUs seen help tell machines apart) and this node's
+// description, into `c` (whose env is set).
+Result<void> describe_here(Context& c, const MachineOptions& m) {
   BERTH_TRY(c.catalog, topo::Catalog::built_in());
   std::string root = m.sysfs_root.empty() ? "/" : m.sysfs_root;
   topo::DetectInputs in;
@@ -115,7 +112,6 @@ Result<Context> build_context(Env env, const AllocationOptions& a, const Machine
   c.machine = choice.machine;
   c.machine_reason = choice.reason;
 
-  // 3. This node.
   std::optional<std::vector<int>> affinity;
   if (!m.affinity.empty()) {
     auto ids = idset::parse_ids(m.affinity);
@@ -127,6 +123,28 @@ Result<Context> build_context(Env env, const AllocationOptions& a, const Machine
   d.root = root;
   d.configured_cores = c.machine->configured_cores();
   BERTH_TRY(c.node, topo::describe(*reader, c.env, d));
+
+  return Ok{};
+}
+
+}  // namespace
+
+Result<NodeOffer> node_offer_here(Env env, const MachineOptions& m) {
+  Context c;
+  c.env = std::move(env);
+  BERTH_CHECK(describe_here(c, m));
+  return c.offer();
+}
+
+Result<Context> build_context(Env env, const AllocationOptions& a, const MachineOptions& m,
+                              VersionProbe& probe) {
+  Context c;
+  // 1. The environment and the allocation.
+  c.env = std::move(env);
+  BERTH_TRY(c.allocation, discover_allocation(c.env, a));
+
+  // 2. The machine and 3. this node.
+  BERTH_CHECK(describe_here(c, m));
 
   // 4. The launcher: its kind from the allocation's owner (a Slurm job is launched
   //    with srun, a PBS job with mpiexec) or the machine; its version from running it.
@@ -183,22 +201,37 @@ std::string Context::memory_provenance() const {
   return node.memory.provenance;
 }
 
-std::vector<PoolNode> Context::pool_nodes() const {
+NodeOffer Context::offer() const {
+  NodeOffer o;
+  o.cores = node.usable_core_ids;
+  o.gpu_ids = node.gpus.ids;
+  o.gpu_variable = topo::gpu_visibility_variable(node.gpus.vendor);
+  o.gpu_devices = topo::identities_of(o.gpu_ids, node.gpu_devices);
+  o.memory_mb = memory_per_node_mb();
+  o.cores_provenance = node.cores_provenance;
+  return o;
+}
+
+std::vector<PoolNode> Context::pool_nodes(const std::map<std::string, NodeOffer>& offers) const {
   std::vector<PoolNode> out;
+  const NodeOffer mine = offer();
   for (const alloc::Node* n : allocation.up_nodes()) {
+    // A node that described itself (its agent's hello) offers what it has; any other
+    // is taken to be like this one, since berth cannot read it from here.
+    auto own = offers.find(n->name);
+    const NodeOffer& o = own != offers.end() ? own->second : mine;
     PoolNode p;
     p.name = n->name;
-    // Nodes of one allocation are taken to be alike: every node offers this node's
-    // usable core ids. A scheduler's slot count is authoritative, so a node given
-    // fewer slots than it has cores offers only that many (a slot is a core's work).
-    p.cores = node.usable_core_ids;
+    // A scheduler's slot count is authoritative, so a node given fewer slots than it
+    // has cores offers only that many (a slot is a core's work).
+    p.cores = o.cores;
     if (n->slots_given && n->slots >= 0 && static_cast<size_t>(n->slots) < p.cores.size()) {
       p.cores.resize(static_cast<size_t>(n->slots));
     }
-    p.gpu_ids = node.gpus.ids;
-    p.gpu_variable = topo::gpu_visibility_variable(node.gpus.vendor);
-    p.gpu_devices = topo::identities_of(p.gpu_ids, node.gpu_devices);
-    p.memory_mb = memory_per_node_mb();
+    p.gpu_ids = o.gpu_ids;
+    p.gpu_variable = o.gpu_variable;
+    p.gpu_devices = o.gpu_devices;
+    p.memory_mb = o.memory_mb;
     out.push_back(std::move(p));
   }
   return out;

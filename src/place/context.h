@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "alloc/discover.h"
 #include "place/launcher.h"
+#include "place/node_offer.h"
 #include "place/placement.h"
 #include "place/pool.h"
 #include "place/render.h"
@@ -77,9 +79,12 @@ struct Context {
   // what a job may use), else what this node reports.
   std::optional<int64_t> memory_per_node_mb() const;
   std::string memory_provenance() const;
-  // The pool's view of the allocation: every up node with this node's usable cores
-  // (held to the node's slots when the scheduler gave them), GPUs and memory.
-  std::vector<PoolNode> pool_nodes() const;
+  // What this node has for work: its usable cores, GPUs and memory (node_offer.h).
+  NodeOffer offer() const;
+  // The pool's view of the allocation: every up node with the usable cores (held to
+  // the node's slots when the scheduler gave them), GPUs and memory it offers — as
+  // `offers` has it (read on the node itself, spec 08 §4), else this node's.
+  std::vector<PoolNode> pool_nodes(const std::map<std::string, NodeOffer>& offers = {}) const;
   // This node's name in the allocation ("" when the allocation does not hold it).
   std::string here() const;
   // Refuses (kRefused) the first of `nodes` that the launcher cannot reach from here
@@ -114,6 +119,10 @@ struct Context {
 // the input (the CLI's flag names: --affinity, --slurm-version).
 Result<Context> build_context(Env env, const AllocationOptions& a, const MachineOptions& m,
                               VersionProbe& probe);
+
+// What this node has for work (Context::offer), read without an allocation: what a
+// berth agent says of its node (spec 08 §4). Errors as build_context's.
+Result<NodeOffer> node_offer_here(Env env, const MachineOptions& m);
 
 // What `berth machine --format json` prints (spec 02 §5): the machine, the launcher
 // and why, this node's cores, GPUs and memory, the allocation's nodes, and what a

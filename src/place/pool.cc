@@ -373,6 +373,7 @@ Pool::Pool(std::vector<PoolNode> nodes) : nodes_(std::move(nodes)) {
     share.memory_mb = node.memory_mb;
     pool_.push_back(std::move(share));
   }
+  withdrawn_.assign(nodes_.size(), 0);
 }
 
 Pool::Share& Pool::memory_account(std::vector<Share>& shares, size_t share) {
@@ -424,6 +425,10 @@ Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
   for (size_t i = 0; i < shares.size(); ++i) {
     const Share& s = shares[i];
     Offer o;
+    if (withdrawn_[s.node]) {
+      now.push_back(std::move(o));
+      continue;
+    }
     for (size_t c : s.cores) {
       if (core_holder_[s.node][c] == 0) o.cores.push_back(c);
     }
@@ -455,7 +460,8 @@ Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
     // Not now, or never: judged against the same scope with nothing held in it.
     std::vector<Offer> all;
     for (size_t i = 0; i < shares.size(); ++i) {
-      all.push_back({shares[i].cores, shares[i].gpus, memory_account(shares, i).memory_mb});
+      if (withdrawn_[shares[i].node]) all.push_back({});
+      else all.push_back({shares[i].cores, shares[i].gpus, memory_account(shares, i).memory_mb});
     }
     if (choose(all, whole)) return std::optional<std::vector<Taken>>();
     std::string where = reservation.empty()
@@ -464,6 +470,11 @@ Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
     std::string in_where = reservation.empty() ? "" : " in " + where;
     std::string why = why_never(all, whole, where, in_where);
     if (r.gpu_share > 0) why = fmt::format("a share of one GPU: {}", why);
+    std::vector<std::string> gone;
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      if (withdrawn_[n]) gone.push_back(nodes_[n].name);
+    }
+    if (!gone.empty()) why += fmt::format(" (left out of the pool: {})", str::join(gone, ", "));
     return fail(Errc::kRefused, why);
   }
 
@@ -583,6 +594,19 @@ void Pool::release(uint64_t grant_id) {
   held_.erase(it);
   ++releases_;
   released_.notify_all();
+}
+
+bool Pool::withdraw(const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].name != node || withdrawn_[n]) continue;
+    withdrawn_[n] = 1;
+    // Waiting callers look again: what waited for this node may now never fit.
+    ++releases_;
+    released_.notify_all();
+    return true;
+  }
+  return false;
 }
 
 uint64_t Pool::releases() const {

@@ -102,6 +102,12 @@ class Pool {
   // an unknown name is harmless.
   Result<void> unreserve(const std::string& name);
 
+  // Takes `node` out of the pool for good (its agent was lost, spec 08 §5): nothing
+  // more is granted there, and a request only it could hold is refused, naming it.
+  // Grants held there are released as usual. False when no such node is in the pool,
+  // or it is out already.
+  bool withdraw(const std::string& node);
+
   // How many times resources have come back (a release of a held grant, a
   // reservation given back) so far. Read it before a grant answered "not now", then
   // wait_for_release(count, ...): a release in between is not missed.
@@ -173,6 +179,7 @@ class Pool {
   // grants. A device with either nonzero is not free for a whole-GPU grant.
   std::vector<std::vector<int>> gpu_shared_;
   std::vector<std::vector<int>> gpu_sharers_;
+  std::vector<char> withdrawn_;  // per node: taken out (withdraw)
   std::vector<Share> pool_;  // the unreserved resources: one share per node, node i at i
   std::map<std::string, Reservation> reservations_;
   std::map<uint64_t, Held> held_;

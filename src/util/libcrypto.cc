@@ -35,6 +35,8 @@ const Loaded& loaded() {
     lib.bind(c.EVP_DigestFinal_ex, "EVP_DigestFinal_ex");
     lib.bind(c.EVP_Digest, "EVP_Digest");
     lib.bind(c.HMAC, "HMAC");
+    lib.bind(c.EVP_EncodeBlock, "EVP_EncodeBlock");
+    lib.bind(c.EVP_DecodeBlock, "EVP_DecodeBlock");
     l.missing = lib.error();
     return l;
   }();

@@ -2,7 +2,8 @@
 // every process about 1 ms of start-up on the development VM (a hello world linked
 // against it starts in 2.0 ms against 1.0), and `berth alloc`, a settled no-op run and
 // most other commands hash nothing. The functions berth calls, declared as
-// openssl/evp.h and openssl/hmac.h declare them.
+// openssl/evp.h and openssl/hmac.h declare them (and base64, which the agent's wire
+// carries output bytes in: spec 08 §3).
 //
 // util/sha256.h promises digests that cannot fail (OpenSSL fails one only when out of
 // memory), so the only honest alternative to a digest is none at all: a process that
@@ -29,6 +30,8 @@ struct LibCrypto {
   decltype(&::EVP_DigestFinal_ex) EVP_DigestFinal_ex = nullptr;
   decltype(&::EVP_Digest) EVP_Digest = nullptr;
   decltype(&::HMAC) HMAC = nullptr;
+  decltype(&::EVP_EncodeBlock) EVP_EncodeBlock = nullptr;
+  decltype(&::EVP_DecodeBlock) EVP_DecodeBlock = nullptr;
 };
 
 // Loads the library (once per process; thread-safe); fails naming what is missing.

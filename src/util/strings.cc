@@ -210,4 +210,25 @@ void append_json_string(std::string& out, std::string_view s) {
                                              nlohmann::json::error_handler_t::replace);
 }
 
+std::string shell_quote(std::string_view s) {
+  bool plain = !s.empty();
+  for (char c : s) {
+    if (!str::is_alnum(c) && std::string_view("_@%+=:,./-").find(c) == std::string_view::npos) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
 }  // namespace berth::str

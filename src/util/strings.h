@@ -77,4 +77,8 @@ bool is_plain_json(std::string_view s);
 // building a tree of 10^5 nodes first.
 void append_json_string(std::string& out, std::string_view s);
 
+// `s` quoted for a POSIX shell: unchanged when it is non-empty and made only of
+// [A-Za-z0-9_@%+=:,./-], else in single quotes with each ' written '\''.
+std::string shell_quote(std::string_view s);
+
 }  // namespace berth::str
