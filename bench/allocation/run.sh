@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/allocation/run.sh [BUILD_DIR] [STEPS] [SECONDS]: one pipeline of STEPS (default
 # 200) independent one-core steps of `sleep SECONDS` (default 0.1) run on the real
-# 4-node Slurm (n1..n4, 2 CPUs each: shared/services/start-slurm.sh with SLURM_NODES=4
-# SLURM_NODE_CPUS=2) in four ways, one line per way:
+# 4-node Slurm (n1..n4, 2 CPUs each, as scripts/services.sh starts it) in four ways,
+# one line per way:
 #   1 srun-per-step  salloc -N4 -n8 berth run p.toml --agents off   (an srun per step)
 #   2 worker-per-node  salloc -N4 -n4 -c2 srun -N4 -n4 -c2 berth run p.toml --worker --store S
 #   3 worker-per-node-cpus  the same with --slurm-slots cpus
