@@ -49,9 +49,9 @@ command -v python3 >/dev/null || { echo "python3 is needed" >&2; exit 1; }
 skip() { echo "skipped: $*"; exit 0; }
 # --- is the cluster there? Every reason not to run is said, exactly.
 for t in salloc srun sinfo scancel; do
-  command -v "$t" >/dev/null || skip "no $t on PATH (apt-get install slurm-client; then shared/services/start-slurm.sh)"
+  command -v "$t" >/dev/null || skip "no $t on PATH (scripts/install-deps.sh installs it; scripts/services.sh start starts the cluster)"
 done
-[[ -r $SLURM_CONF ]] || skip "no Slurm config at SLURM_CONF=$SLURM_CONF (start it: SLURM_NODES=4 SLURM_NODE_CPUS=2 shared/services/start-slurm.sh)"
+[[ -r $SLURM_CONF ]] || skip "no Slurm config at SLURM_CONF=$SLURM_CONF (start it: scripts/services.sh start)"
 rc=0; nodes=$(timeout 15 sinfo -h -N -o '%N %c %t' 2>&1) || rc=$?
 ((rc != 124)) || skip "sinfo (SLURM_CONF=$SLURM_CONF) had no answer from slurmctld in 15 s"
 ((rc == 0)) || skip "sinfo (SLURM_CONF=$SLURM_CONF) failed (exit $rc), slurmctld is not answering: $(grep -m1 . <<<"$nodes" || true)"
