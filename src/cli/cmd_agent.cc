@@ -13,6 +13,7 @@
 #include "cli/exit.h"
 #include "cli/version.h"
 #include "launch/agent_server.h"
+#include "launch/read_only.h"
 #include "place/node_offer.h"
 
 namespace berth::cli {
@@ -42,6 +43,10 @@ int run_agent(const AgentFlags& f) {
     hello["offer"] = place::offer_to_json(*offer);
   } else {
     hello["problem"] = offer.error().message();
+  }
+  // Whether its steps' inputs can be made read-only here (spec 04 §7): said once, by the run.
+  if (const auto& ro = launch::read_only_support(); !ro.ok()) {
+    hello["read_only_problem"] = ro.error().message();
   }
   // Its own SIGINT, SIGTERM or SIGHUP (a launcher ending its step) ends it as the run's
   // end does: its jobs are ended first. Children are seen through pidfds, as in a run;

@@ -55,11 +55,21 @@ Result<RunAgents> start_run_agents(const Context& ctx, std::string_view mode_tex
   o.say = say;
   out.agents = launch::Agents::start(std::move(o));
   out.agents->wait_started();
-  for (const auto& [node, hello] : out.agents->ready()) {
-    auto offer = hello.contains("offer") ? place::offer_from_json(hello["offer"])
-                                         : Result<place::NodeOffer>(Error(
-                                               Errc::kInvalidInput,
-                                               hello.value("problem", "its hello has no offer")));
+  for (const auto& [node, said] : out.agents->ready()) {
+    const nlohmann::json& hello = said;
+    auto text = [&hello](const char* key) {
+      auto f = hello.find(key);
+      return f != hello.end() && f->is_string() ? f->get<std::string>() : std::string();
+    };
+    std::string problem = text("problem");
+    auto offer = hello.contains("offer")
+                     ? place::offer_from_json(hello["offer"])
+                     : Result<place::NodeOffer>(Error(
+                           Errc::kInvalidInput, problem.empty() ? "its hello has no offer" : problem));
+    if (std::string ro = text("read_only_problem"); !ro.empty()) {
+      say(fmt::format("on '{}': {}; steps' inputs there are not protected from writes, and a "
+                      "step that writes to one changes the original", node, ro));
+    }
     if (offer.ok()) {
       out.offers[node] = std::move(*offer);
     } else {

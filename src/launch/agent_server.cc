@@ -16,6 +16,7 @@
 
 #include "launch/agent_wire.h"
 #include "launch/job.h"
+#include "launch/read_only.h"
 
 namespace berth::launch::agent {
 namespace {
@@ -76,7 +77,14 @@ struct Running {
 
 class Agent {
  public:
-  explicit Agent(ServerOptions o) : o_(std::move(o)), out_(o_.out_fd, o_.node), env_(o_.env) {}
+  explicit Agent(ServerOptions o) : o_(std::move(o)), out_(o_.out_fd, o_.node), env_(o_.env) {
+    if (::pipe2(broke_, O_CLOEXEC) != 0) broke_[0] = broke_[1] = -1;
+  }
+  ~Agent() {
+    for (int fd : broke_) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
 
   Served run() {
     json hello = o_.hello;
@@ -105,7 +113,12 @@ class Agent {
       lock.unlock();
       bool ok = out_.send({{"t", "beat"}});
       lock.lock();
-      if (!ok) break;
+      if (!ok) {
+        // The run is gone: the reader, waiting for requests, ends now.
+        char c = 1;
+        [[maybe_unused]] ssize_t w = ::write(broke_[1], &c, 1);
+        break;
+      }
     }
   }
 
@@ -114,12 +127,12 @@ class Agent {
     std::string buf;
     char chunk[65536];
     for (;;) {
-      pollfd fds[2] = {{o_.in_fd, POLLIN, 0}, {o_.stop_fd, POLLIN, 0}};
-      if (::poll(fds, o_.stop_fd >= 0 ? 2 : 1, -1) < 0) {
+      pollfd fds[3] = {{o_.in_fd, POLLIN, 0}, {broke_[0], POLLIN, 0}, {o_.stop_fd, POLLIN, 0}};
+      if (::poll(fds, o_.stop_fd >= 0 ? 3 : 2, -1) < 0) {
         if (errno == EINTR) continue;
         return std::string("waiting for the run's requests: ") + std::strerror(errno);
       }
-      if (o_.stop_fd >= 0 && (fds[1].revents & POLLIN)) return "";
+      if ((fds[1].revents & POLLIN) || (o_.stop_fd >= 0 && (fds[2].revents & POLLIN))) return "";
       ssize_t n = ::read(o_.in_fd, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return std::string("reading the run's requests: ") + std::strerror(errno);
@@ -192,10 +205,15 @@ class Agent {
       return;
     }
     JobSpec job = std::move(*spec);
+    // Inputs are made read-only where this node allows it (its hello said whether).
+    if (!read_only_support().ok()) {
+      for (AppSpec& app : job.apps) app.read_only.clear();
+    }
     job.own_signals = false;
     job.cancel_fd = run->cancel[0];
     job.stdin_mode = StdinMode::kNone;
     std::lock_guard<std::mutex> lock(mu_);
+    if (running_.count(id)) return;  // an id it runs already: not a new job
     Env parent = env_;
     ++jobs_;
     Running* raw = run.get();
@@ -256,6 +274,7 @@ class Agent {
   std::map<int64_t, std::unique_ptr<Running>> running_;
   std::vector<int64_t> done_;
   int jobs_ = 0;
+  int broke_[2] = {-1, -1};  // written when a write to the run failed
 };
 
 }  // namespace

@@ -321,7 +321,7 @@ Result<JobOutcome> outcome_from_json(const json& j) {
     RankOutcome ro;
     BERTH_TRY(int64_t rank, number_of(r, "rank", 0, 0, 1 << 24));
     BERTH_TRY(int64_t app, number_of(r, "app", 0, 0, 1 << 24));
-    BERTH_TRY(int64_t pid, number_of(r, "pid", -1, -1, int64_t{1} << 31));
+    BERTH_TRY(int64_t pid, number_of(r, "pid", -1, -1, (int64_t{1} << 31) - 1));
     ro.rank = static_cast<int>(rank);
     ro.app = static_cast<int>(app);
     ro.pid = static_cast<pid_t>(pid);

@@ -55,6 +55,7 @@ struct Agents::State {
     std::string node;
     const OutputSinks* sinks = nullptr;
     std::optional<Result<JobOutcome>> result;
+    int in_sink = 0;  // output being handed to `sinks` now, outside the lock
   };
   struct Channel {
     AgentChannel spec;
@@ -78,19 +79,41 @@ struct Agents::State {
   int wake[2] = {-1, -1};  // written once: the readers stop
   Steady::time_point began;
   bool ending = false;  // the run is ending its agents: their end is not news
+  bool started = false;  // wait_started() returned: a loss from now on is news
 
   Steady::time_point now() const { return Clock::real().steady(); }
 
-  // Writes one request line to a channel; false when its launcher no longer reads.
+  // Writes one request line to a channel (its stdin is non-blocking); false when its
+  // launcher no longer reads, or has not taken the line within `silence` (a node that
+  // stopped: under srun one stdin feeds every agent). Then every node of the channel
+  // is lost: nothing more can reach them.
   bool send(Channel& c, const json& m) {
     std::string line = m.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    bool sent = write_line(c, line);
+    if (!sent) {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& n : c.spec.nodes) lose(n, "its launcher no longer takes requests", false);
+    }
+    return sent;
+  }
+
+  bool write_line(Channel& c, const std::string& line) {
     std::lock_guard<std::mutex> lock(c.write_mu);
+    const auto by = now() + o.silence;
     const char* p = line.data();
     size_t left = line.size();
     while (left > 0) {
       if (c.in < 0) return false;
       ssize_t n = ::send(c.in, p, left, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(by - now()).count();
+        pollfd w{c.in, POLLOUT, 0};
+        if (left_ms <= 0 || ::poll(&w, 1, static_cast<int>(std::min<int64_t>(left_ms, 1000))) < 0) {
+          if (left_ms <= 0) return false;
+        }
+        continue;
+      }
       if (n <= 0) return false;
       p += n;
       left -= static_cast<size_t>(n);
@@ -98,20 +121,31 @@ struct Agents::State {
     return true;
   }
 
-  // Marks `node` lost (mu held); its running jobs fail as lost.
-  void lose(const std::string& node, const std::string& why) {
+  // Tells a lost agent to end, if it can still hear: it may be alive (silent, or its
+  // words garbled) and running the steps that now run elsewhere. Never waits.
+  void tell_end(Channel& c, const std::string& node) {
+    std::unique_lock<std::mutex> lock(c.write_mu, std::try_to_lock);
+    if (!lock.owns_lock() || c.in < 0) return;
+    std::string line = json({{"t", "end"}, {"to", node}}).dump() + "\n";
+    [[maybe_unused]] ssize_t n = ::send(c.in, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+
+  // Marks `node` lost (mu held); its running jobs fail as lost. `tell`: its agent may
+  // still hear, and is told to end.
+  void lose(const std::string& node, const std::string& why, bool tell = true) {
     auto it = nodes.find(node);
     if (it == nodes.end() || it->second.lost) return;
     it->second.lost = true;
     it->second.ready = false;
     it->second.why = why;
+    if (tell && !ending) tell_end(*channels[it->second.channel], node);
     for (auto& [id, p] : pending) {
       if (p.node == node && !p.result) {
         p.result = fail(Errc::kUnavailable, fmt::format("the agent on '{}' was lost: {}", node, why));
       }
     }
     changed.notify_all();
-    if (o.say && !ending) o.say(fmt::format("the agent on '{}' was lost: {}", node, why));
+    if (o.say && !ending && started) o.say(fmt::format("the agent on '{}' was lost: {}", node, why));
   }
 
   void on_message(Channel& c, const agent::Unframer::Message& m) {
@@ -126,13 +160,20 @@ struct Agents::State {
     }
     const json& j = *parsed;
     n.heard = now();
-    std::string t = j.value("t", "");
+    auto field = [&j](const char* key) {
+      auto f = j.find(key);
+      return f != j.end() && f->is_string() ? f->get<std::string>() : std::string();
+    };
+    std::string t = field("t");
     if (t == "hello" && !n.lost && !n.ready) {
-      n.ready = true;
+      // Its jobs' environment goes first: no job may reach it before.
       n.hello = j;
-      changed.notify_all();
       lock.unlock();
-      send(c, {{"t", "env"}, {"to", m.node}, {"env", o.env.vars()}});
+      bool sent = send(c, {{"t", "env"}, {"to", m.node}, {"env", o.env.vars()}});
+      lock.lock();
+      Node& again = nodes.at(m.node);
+      if (sent && !again.lost) again.ready = true;
+      changed.notify_all();
       return;
     }
     auto id = j.find("id");
@@ -140,8 +181,18 @@ struct Agents::State {
     auto p = pending.find(id->get<int64_t>());
     if (p == pending.end() || p->second.node != m.node || p->second.result) return;
     if (t == "out") {
-      auto bytes = agent::from_base64(j.value("b64", ""));
-      if (bytes.ok() && p->second.sinks->out) p->second.sinks->out(*bytes);
+      auto bytes = agent::from_base64(field("b64"));
+      if (!bytes.ok() || !p->second.sinks->out) return;
+      // Handed over outside the lock (a sink writes files): run() waits for it to
+      // return before it lets the sinks go.
+      Pending& pend = p->second;
+      ++pend.in_sink;
+      const OutputSinks* sinks = pend.sinks;
+      lock.unlock();
+      sinks->out(*bytes);
+      lock.lock();
+      --pend.in_sink;
+      changed.notify_all();
     } else if (t == "exit") {
       if (auto e = j.find("error"); e != j.end()) {
         p->second.result = fail(Errc::kIo, e->is_string() ? e->get<std::string>() : "failed");
@@ -149,6 +200,8 @@ struct Agents::State {
         auto outcome = agent::outcome_from_json(*oc);
         p->second.result = outcome.ok() ? Result<JobOutcome>(std::move(*outcome))
                                         : Result<JobOutcome>(outcome.error());
+      } else {
+        p->second.result = fail(Errc::kIo, "its agent said it ended, and not how");
       }
       changed.notify_all();
     }
@@ -256,14 +309,15 @@ struct Agents::State {
     req.stderr_fd = err[1];
     FailureContext ctx;
     Spawner& spawner = o.spawner != nullptr ? *o.spawner : Spawner::real();
-    auto started = c.child.start(spawner, req, ctx);
+    auto spawned = c.child.start(spawner, req, ctx);
     ::close(in[1]);
     ::close(out[1]);
     ::close(err[1]);
     c.in = in[0];
     c.out = out[0];
     c.err = err[0];
-    if (!started.ok()) c.started_problem = started.error().message();
+    ::fcntl(c.in, F_SETFL, ::fcntl(c.in, F_GETFL) | O_NONBLOCK);
+    if (!spawned.ok()) c.started_problem = spawned.error().message();
   }
 
   // Ends a channel's launcher: its stdin closed first (the agents' end), then, if it
@@ -301,6 +355,12 @@ std::unique_ptr<Agents> Agents::start(AgentsOptions o) {
     s->channels.push_back(std::move(c));
   }
   State* st = s.get();
+  // The readers never take the run's signals: the run's own handling (a signalfd in
+  // one thread) sees them, whichever thread the kernel would pick.
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&block, sig);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
   for (auto& c : s->channels) {
     st->start_channel(*c);
     if (!c->started_problem.empty()) {
@@ -314,6 +374,7 @@ std::unique_ptr<Agents> Agents::start(AgentsOptions o) {
     State::Channel* ch = c.get();
     c->reader = std::thread([st, ch] { st->read_channel(*ch); });
   }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return std::unique_ptr<Agents>(new Agents(std::move(s)));
 }
 
@@ -323,8 +384,8 @@ Agents::~Agents() {
     s_->ending = true;
   }
   // Every agent's stdin ends: each ends its jobs and exits, and so does its launcher.
+  // Not under write_mu: a writer may be waiting for the launcher to read.
   for (auto& c : s_->channels) {
-    std::lock_guard<std::mutex> lock(c->write_mu);
     if (c->in >= 0) ::shutdown(c->in, SHUT_WR);
   }
   auto by = s_->now() + std::chrono::seconds(3);
@@ -350,6 +411,7 @@ void Agents::wait_started() {
     }
     return true;
   });
+  s_->started = true;
 }
 
 std::map<std::string, json> Agents::ready() const {
@@ -376,6 +438,11 @@ bool Agents::serves(std::string_view node) const {
   return it != s_->nodes.end() && it->second.ready;
 }
 
+bool Agents::knows(std::string_view node) const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->nodes.find(node) != s_->nodes.end();
+}
+
 Result<JobOutcome> Agents::run(const std::string& node, const JobSpec& job,
                                const OutputSinks& sinks) {
   int64_t id = 0;
@@ -393,15 +460,12 @@ Result<JobOutcome> Agents::run(const std::string& node, const JobSpec& job,
     channel = s_->channels[it->second.channel].get();
   }
   json request = {{"t", "run"}, {"to", node}, {"id", id}, {"job", agent::job_to_json(job)}};
-  if (!s_->send(*channel, request)) {
-    std::lock_guard<std::mutex> lock(s_->mu);
-    for (const auto& n : channel->spec.nodes) s_->lose(n, "its launcher no longer reads");
-  }
+  s_->send(*channel, request);  // not sent: the node is lost, and so is the job
   bool cancel_sent = false;
   std::unique_lock<std::mutex> lock(s_->mu);
   for (;;) {
     State::Pending& p = s_->pending.at(id);
-    if (p.result) break;
+    if (p.result && p.in_sink == 0) break;
     s_->changed.wait_for(lock, std::chrono::milliseconds(100));
     if (cancel_sent || job.cancel_fd < 0) continue;
     pollfd c{job.cancel_fd, POLLIN, 0};

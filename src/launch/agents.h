@@ -70,6 +70,9 @@ class Agents {
   std::map<std::string, std::string> lost() const;
   // Whether a job may be sent to `node` now.
   bool serves(std::string_view node) const;
+  // Whether `node` was given an agent (serving now or lost): a step placed there never
+  // goes any other way.
+  bool knows(std::string_view node) const;
 
   // Runs `job` on `node`'s agent and waits for its end, its output to `sinks` as it
   // comes (from the channel's thread). job.cancel_fd readable cancels it there. Fails

@@ -11,9 +11,19 @@
 namespace berth::pipeline::scheduler {
 
 bool Executor::requeue_lost(StepResult& d) {
-  if (d.lost_node.empty() || cancelled_ || stop_new_) return false;
+  if (d.lost_node.empty()) return false;
   pool_.withdraw(d.lost_node);
+  if (cancelled_) {
+    // The run is ending: the step ends as every other running step does.
+    d.record.state = StepState::kCancelled;
+    d.record.reason = "cancelled";
+    return false;
+  }
+  if (stop_new_) return false;  // --fail-fast: it ends failed, saying why
   size_t i = d.step;
+  // The attempt was not the step's own: it neither uses up its retries nor lengthens
+  // the wait before one.
+  --attempts_[i];
   queued_[shape_of(g_.steps[i])].push_back(i);
   ++queued_count_;
   return true;

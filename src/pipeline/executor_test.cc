@@ -546,6 +546,48 @@ TEST_F(ExecutorTest, AFailedStepWithRetriesRunsAgainAfterABackoff) {
   EXPECT_EQ(r.exit_code(), 0);
 }
 
+// A step lost with its node's agent (spec 08 §5) is not its own failure: it runs again
+// at once on a node still there, without using up a retry, and the node leaves the pool.
+TEST_F(ExecutorTest, AStepLostWithItsNodeRunsAgainElsewhereAndTheNodeLeavesThePool) {
+  Graph g = graph(R"(
+[[step]]
+name = "s-{i}"
+foreach = { i = ["1", "2", "3"] }
+run = "x {i}"
+outputs = ["o"]
+)");
+  runner_.attempts["s-1"] = {{StepState::kFailed, "the agent on 'a' was lost", false, false, 0, "a"}};
+  place::PoolNode a, b;
+  a.name = "a";
+  a.cores = {0};
+  b.name = "b";
+  b.cores = {0};
+  place::Pool pool({a, b});
+  auto r = run_graph(g, store_, pool, env_, o_);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->exit_code(), 0);
+  EXPECT_EQ(step(*r, "s-1").state, StepState::kExecuted);
+  EXPECT_EQ(step(*r, "s-1").node, "b");
+  EXPECT_EQ(step(*r, "s-1").attempts, 1) << "a lost attempt is not one of its own";
+  EXPECT_EQ(waited_ms_, 0) << "no backoff";
+  // Started four times: s-1 on a (lost), then everything on b alone.
+  ASSERT_EQ(runner_.nodes.size(), 4u);
+  EXPECT_EQ(runner_.nodes[0], "a");
+  for (size_t k = 1; k < runner_.nodes.size(); ++k) EXPECT_EQ(runner_.nodes[k], "b") << k;
+}
+
+TEST_F(ExecutorTest, AStepLostWhileTheRunIsCancelledEndsCancelled) {
+  Graph g = graph(kFlakyThenAfter);
+  runner_.outcomes["flaky"] = {StepState::kFailed, "the agent on 'n0' was lost", true, false, 0, "n0"};
+  on_idle = [this] {
+    ::write(cancel_[1], "x", 1);
+    on_idle = nullptr;
+  };
+  RunReport r = run(g);
+  EXPECT_EQ(step(r, "flaky").state, StepState::kCancelled);
+  EXPECT_EQ(runner_.started.size(), 1u);
+}
+
 TEST_F(ExecutorTest, AStepOutOfRetriesFailsWithItsLastReason) {
   Graph g = graph(kFlakyThenAfter);
   runner_.outcomes["flaky"] = {StepState::kFailed, "exited with status 7"};

@@ -29,6 +29,7 @@ struct Outcome {
   bool hold = false;  // keep it running until release() or cancel()
   bool timed_out = false;
   double seconds = 0;  // how long it ran: its end_s is its start_s plus this
+  std::string lost_node{};  // lost with this node's agent (spec 08 §5)
 };
 
 class FakeRunner final : public StepRunner {
@@ -42,12 +43,14 @@ class FakeRunner final : public StepRunner {
   std::map<std::string, std::deque<Outcome>> attempts;
   std::vector<std::string> started;  // in the order handed over
   std::vector<int> attempt_numbers;  // StepTask::record.attempts, in the same order
+  std::vector<std::string> nodes;    // StepTask::record.node, in the same order
   int max_running = 0;
   bool cancelled = false;
 
   void start(StepTask task, Events events) override {
     started.push_back(task.record.name);
     attempt_numbers.push_back(task.record.attempts);
+    nodes.push_back(task.record.node);
     Running r{std::move(task), std::move(events), {}};
     Outcome o = outcomes[r.task.record.name];
     if (auto& seq = attempts[r.task.record.name]; !seq.empty()) {
@@ -100,6 +103,7 @@ class FakeRunner final : public StepRunner {
     d.record.reason = o.reason;
     d.record.timed_out = o.timed_out;
     d.record.end_s = d.record.start_s + o.seconds;
+    d.lost_node = o.lost_node;
     if (o.state == StepState::kExecuted) {
       // Its outputs, stored for real: dependents key on them, twins materialise them.
       std::string outs;

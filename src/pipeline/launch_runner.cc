@@ -282,6 +282,13 @@ std::optional<launch::JobSpec> LaunchStepRunner::job_for(Attempt& a) {
   app.cwd = a.stage;
   // On this node, or on another by its agent: one job, bound there (bind_here).
   a.agent = by_agent(a);
+  if (!a.agent && o_.agents != nullptr && a.p.nodes.size() == 1 && o_.agents->knows(a.r.node)) {
+    // Placed on a node whose agent was lost before the pool heard: it goes back to the
+    // queue, and the node out of the pool, rather than any other way to that node.
+    a.d.lost_node = a.r.node;  // nothing ran: its staging directory is reused
+    fail(a, fmt::format("the agent on '{}' was lost", a.r.node));
+    return std::nullopt;
+  }
   bool here = a.r.node == o_.host || a.agent;
   job.bind = launch::BindTo::kNone;  // its tasks bound to cores of their own (bind_here)
   // What its grant could not do as it should (cores away from its GPUs) goes with it.
@@ -410,7 +417,7 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
   sinks.err = sinks.out;
   // Which GPUs its processes really held, where NVML can say (gpu_proof.h).
   std::string unchecked;
-  auto proof = here ? gpu_proof_.begin(a.p, a.s.name, &unchecked) : nullptr;
+  auto proof = here && !a.agent ? gpu_proof_.begin(a.p, a.s.name, &unchecked) : nullptr;
   if (!unchecked.empty()) a.r.notices.push_back(std::move(unchecked));
   if (auto mig = GpuProof::mig_limit_notice(a.p)) a.r.notices.push_back(std::move(*mig));
   if (proof) job.on_started = [&proof](int, pid_t pgid) { proof->started(pgid); };
