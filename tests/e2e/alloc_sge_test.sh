@@ -2,14 +2,7 @@
 # Inside a real Grid Engine parallel-environment job (scripts/services.sh starts one),
 # berth alloc reads the job's real PE_HOSTFILE: the same hosts and slots.
 . "$(dirname "$0")/common.sh"
-if [[ -z ${SGE_ROOT:-} && -f /tmp/berth-services/sge/env.sh ]]; then
-  # shellcheck disable=SC1091
-  . /tmp/berth-services/sge/env.sh
-fi
-if ! command -v qsub >/dev/null || ! timeout 10 qstat >/dev/null 2>&1; then
-  echo "FAIL: no Grid Engine answers; start it with scripts/services.sh start" >&2
-  exit 1
-fi
+need_sge
 
 W=$T; chmod 755 "$W"
 cat >"$W/job.sh" <<X

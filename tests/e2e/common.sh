@@ -83,6 +83,19 @@ need_slurm() {
   fi
 }
 
+# need_sge: the local Grid Engine (scripts/services.sh) must answer, or the test fails
+# here saying how to start it. Sources its environment when SGE_ROOT is not set.
+need_sge() {
+  if [[ -z ${SGE_ROOT:-} && -f /tmp/berth-services/sge/env.sh ]]; then
+    # shellcheck disable=SC1091
+    . /tmp/berth-services/sge/env.sh
+  fi
+  if ! command -v qsub >/dev/null || ! timeout 10 qstat >/dev/null 2>&1; then
+    echo "FAIL: no Grid Engine answers; start it with scripts/services.sh start" >&2
+    exit 1
+  fi
+}
+
 # gone PID: the process no longer exists or is a zombie (killed, waiting for init to
 # reap it), within 2 s of berth's exit — SIGKILL is delivered asynchronously.
 gone() {

@@ -5,16 +5,9 @@
 # through Grid Engine's qrsh; MPICH's hydra with `-launcher sge` when asked — and the
 # rendered command, run as printed, is one 2-rank MPI job over the PE's host(s) (the
 # local Grid Engine has one host with 2 slots), each rank bound to the core berth
-# placed it on. Skipped, saying why, when Grid Engine does not answer or mpirun is absent.
+# placed it on. Fails, saying why, when Grid Engine does not answer or mpirun is absent.
 . "$(dirname "$0")/common.sh"
-if [[ -z ${SGE_ROOT:-} && -f /tmp/berth-services/sge/env.sh ]]; then
-  # shellcheck disable=SC1091
-  . /tmp/berth-services/sge/env.sh
-fi
-if ! command -v qsub >/dev/null || ! timeout 10 qstat >/dev/null 2>&1; then
-  echo "FAIL: no Grid Engine answers; start it with scripts/services.sh start" >&2
-  exit 1
-fi
+need_sge
 if ! command -v mpirun >/dev/null || ! command -v mpicc.openmpi >/dev/null; then
   echo "FAIL: Open MPI's mpirun (or mpicc.openmpi) is absent; scripts/install-deps.sh installs it" >&2
   exit 1

@@ -4,14 +4,7 @@
 # host, the job's own, so --agents all puts an agent on it too: each step is started by
 # the agent qrsh started, not by the run.
 . "$(dirname "$0")/common.sh"
-if [[ -z ${SGE_ROOT:-} && -f /tmp/berth-services/sge/env.sh ]]; then
-  # shellcheck disable=SC1091
-  . /tmp/berth-services/sge/env.sh
-fi
-if ! command -v qsub >/dev/null || ! timeout 10 qstat >/dev/null 2>&1; then
-  echo "FAIL: no Grid Engine answers; start it with scripts/services.sh start" >&2
-  exit 1
-fi
+need_sge
 W=$T; chmod 755 "$W"
 cat >"$W/p.toml" <<X
 [[step]]
