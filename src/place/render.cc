@@ -407,29 +407,6 @@ Result<Rendered> render_local(const topo::MachineDescription& m, const Launcher&
   return r;
 }
 
-bool needs_quoting(const std::string& w) {
-  if (w.empty()) return true;
-  for (char c : w) {
-    if (!(str::is_alnum(c) || std::string_view("-_./=:,+@%").find(c) != std::string_view::npos)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string quote(const std::string& w) {
-  if (!needs_quoting(w)) return w;
-  std::string out = "'";
-  for (char c : w) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 }  // namespace
 
 Result<Rendered> render(const topo::MachineDescription& machine, const Launcher& launcher,
@@ -468,13 +445,13 @@ Result<Rendered> render(const topo::MachineDescription& machine, const Launcher&
 
 std::string shell_line(const Rendered& r) {
   std::vector<std::string> words;
-  for (const auto& [k, v] : r.env) words.push_back(k + "=" + quote(v));
+  for (const auto& [k, v] : r.env) words.push_back(k + "=" + str::shell_quote(v));
   if (!r.bind_cpus.empty()) {
     words.push_back("taskset");
     words.push_back("--cpu-list");
     words.push_back(idset::encode_ids(r.bind_cpus));
   }
-  for (const auto& w : r.argv) words.push_back(quote(w));
+  for (const auto& w : r.argv) words.push_back(str::shell_quote(w));
   return str::join(words, " ");
 }
 
