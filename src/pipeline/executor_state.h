@@ -30,7 +30,8 @@ namespace berth::pipeline::scheduler {
 using SteadyTime = std::chrono::steady_clock::time_point;
 // What a queued step waits for a grant of: tasks, cpus per task, gpus, nodes (-1: any).
 using Shape = std::tuple<int, int, int, int>;
-Shape shape_of(const Step& s);  // a step's
+// A step's shape: what it waits for a grant of.
+Shape shape_of(const Step& s);
 
 class Executor {
  public:

@@ -282,7 +282,8 @@ std::optional<launch::JobSpec> LaunchStepRunner::job_for(Attempt& a) {
   app.cwd = a.stage;
   // On this node, or on another by its agent: one job, bound there (bind_here).
   a.agent = by_agent(a);
-  if (!a.agent && o_.agents != nullptr && a.p.nodes.size() == 1 && o_.agents->knows(a.r.node)) {
+  if (!a.agent && o_.agents != nullptr && a.p.nodes.size() == 1 && o_.agents->knows(a.r.node) &&
+      !o_.agents->serves(a.r.node)) {
     // Placed on a node whose agent was lost before the pool heard: it goes back to the
     // queue, and the node out of the pool, rather than any other way to that node.
     a.d.lost_node = a.r.node;  // nothing ran: its staging directory is reused
@@ -443,6 +444,12 @@ std::optional<launch::JobOutcome> LaunchStepRunner::run_step(Attempt& a, launch:
 }
 
 bool LaunchStepRunner::by_agent(const Attempt& a) const {
+  // A memory cap the launcher enforces (srun's --mem) is kept: such a step goes through
+  // it, since an agent sets no memory limit (spec 08 §4).
+  if (a.s.memory_cap_mb && o_.launcher != nullptr &&
+      place::memory_cap_support(*o_.launcher) == place::CapSupport::kEnforced) {
+    return false;
+  }
   // This node too, where it has an agent (--agents all).
   return o_.agents != nullptr && a.p.nodes.size() == 1 && o_.agents->serves(a.r.node);
 }
