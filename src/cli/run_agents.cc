@@ -45,7 +45,8 @@ Result<RunAgents> start_run_agents(const Context& ctx, std::string_view mode_tex
   auto launches = place::agent_launches(ctx.allocation.owner, ctx.launcher, nodes, agent);
   if (!launches.ok()) {
     if (mode == place::AgentsMode::kAll) return launches.error().with_context("--agents all");
-    return out;  // steps elsewhere go through the launcher, as they can
+    say(launches.error().message() + ": steps on other nodes go through the launcher, one call each");
+    return out;
   }
   launch::AgentsOptions o;
   for (auto& l : *launches) {
