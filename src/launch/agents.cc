@@ -28,6 +28,9 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
+// The most of a line without its newline kept while reading a launcher's output.
+constexpr size_t kMaxPartial = size_t{64} << 10;
+
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
@@ -36,6 +39,7 @@ void close_fd(int& fd) {
 // The last few lines a launcher wrote on stderr: what a lost agent's reason quotes.
 void keep_tail(std::deque<std::string>& tail, std::string line) {
   if (line.empty()) return;
+  if (line.size() > 300) line = line.substr(0, 300) + "...";
   tail.push_back(std::move(line));
   while (tail.size() > 4) tail.pop_front();
 }
@@ -261,6 +265,9 @@ struct Agents::State {
             }
           }
           out_buf.erase(0, start);
+          // An agent's line is never longer than kMaxLine: what runs on for 64 KiB with
+          // no newline is not one, and is not kept.
+          if (out_buf.size() > kMaxPartial) out_buf.clear();
         }
       }
       if (c.err >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -280,6 +287,7 @@ struct Agents::State {
             }
           }
           err_buf.erase(0, start);
+          if (err_buf.size() > kMaxPartial) err_buf.clear();
         }
       }
       check_deadlines(c);
