@@ -208,19 +208,25 @@ int run_pipeline(const RunFlags& f) {
   // What runs now, shown to `berth status` and `berth log -f` (run_live.h).
   auto live = run_live_board(f.pipeline, f.cache, f.worker.has_value(), f.dry_run);
   o.live = live.get();
-  // One agent on each other node, started once through the allocation's launcher
-  // (spec 08); the pool places on what each node says it has.
   auto say = [](std::string_view m) {
     std::fprintf(stderr, "berth: %.*s\n", static_cast<int>(m.size()), m.data());
   };
-  auto agents = start_run_agents(*ctx, f.agents, f.worker.has_value(), f.dry_run, f.machine, say);
-  if (!agents.ok()) return report(agents.error());
   pipeline::SessionPlace place;
-  place.nodes = ctx->pool_nodes(agents->offers);
-  std::erase_if(place.nodes, [&](const place::PoolNode& n) {
-    return std::find(agents->left_out.begin(), agents->left_out.end(), n.name) != agents->left_out.end();
-  });
-  place.agents = agents->agents.get();
+  place.nodes = ctx->pool_nodes();
+  // One agent on each other node, started once through the allocation's launcher, when
+  // steps are about to run (spec 08); the pool places on what each node says it has.
+  RunAgents agents;
+  place.for_steps = [&](pipeline::SessionPlace& p) -> Result<void> {
+    BERTH_TRY(agents, start_run_agents(*ctx, f.agents, f.worker.has_value(), f.dry_run,
+                                       f.machine, say));
+    p.nodes = ctx->pool_nodes(agents.offers);
+    std::erase_if(p.nodes, [&](const place::PoolNode& n) {
+      return std::find(agents.left_out.begin(), agents.left_out.end(), n.name) !=
+             agents.left_out.end();
+    });
+    p.agents = agents.agents.get();
+    return Ok{};
+  };
   place.host = ctx->here();
   place.machine = ctx->machine;
   place.launcher = &ctx->launcher;

@@ -8,9 +8,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <set>
-#include <thread>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "pipeline/discover.h"
@@ -414,7 +411,7 @@ Result<void> Session::State::make_pool() {
     std::erase_if(nodes, [&](const place::PoolNode& n) { return n.name != place.host; });
   }
   for (const auto& n : nodes) {
-    bool agent = place.agents != nullptr && place.agents->serves(n.name);
+    bool agent = place.for_steps || (place.agents != nullptr && place.agents->serves(n.name));
     std::string why = place.launcher == nullptr || agent
                           ? "" : place::unreachable(*place.launcher, n.name, place.host);
     if (!why.empty()) return fail(Errc::kRefused, why);
@@ -546,8 +543,12 @@ Result<RunOutcome> Session::run(int cancel_fd) {
     BERTH_TRY(reuse, s.reuse_from_record());
   }
 
-  // 7. The ordinary run, on the step runner handed in or the real one (whose staging
-  // area outlives its threads).
+  // 7. The ordinary run, its pool made again with the agents' nodes (session.h), on the
+  // step runner handed in or the real one (whose staging area outlives its threads).
+  if (auto f = std::exchange(s.place.for_steps, nullptr); f && !s.o.dry_run) {
+    BERTH_CHECK(f(s.place));
+    BERTH_CHECK(s.make_pool());
+  }
   RunOptions ro = s.run_options(cancel_fd, std::move(reuse));
   std::optional<Staging> staging;
   std::unique_ptr<StepRunner> own_runner;

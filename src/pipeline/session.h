@@ -96,6 +96,11 @@ struct SessionPlace {
   store::ObjectStore* store = nullptr;
   // The run's agents on other nodes (spec 08): a node one serves is reached through it.
   launch::Agents* agents = nullptr;
+  // Called once, when steps are about to be placed — never for a run its settled record
+  // answers, nor a dry run: starts the agents, and sets `nodes` again as they describe
+  // themselves and `agents` to what reaches them. Until then no node is refused for
+  // want of a launcher: an agent may reach it.
+  std::function<Result<void>(SessionPlace&)> for_steps;
 };
 
 struct SessionSinks {

@@ -40,6 +40,25 @@ print(all(placed[k] == v for k, v in ran.items()) and len(ran) == 16)
 PY
 )" True
 
+# A rerun with nothing to do starts no agent: srun, wrapped to log each call, starts no
+# step (its --version and --mpi=list, which say what the launcher is, are not steps).
+mkdir -p "$T/wrap"
+cat >"$T/wrap/srun" <<X
+#!/bin/bash
+echo "\$*" >>"$T/srun.calls"
+exec $(command -v srun) "\$@"
+X
+chmod 755 "$T/wrap/srun"
+: >"$T/srun.calls"
+if ! PATH="$T/wrap:$PATH" timeout 180 salloc -N4 -n8 "$BERTH" run "$T/p.toml" --format json \
+    >"$T/again.json" 2>"$T/err"; then
+  fail "the rerun failed: $(tail -5 "$T/err")"
+fi
+OUT=$(cat "$T/again.json")
+expect_eq "rerun: nothing executed" "$(json "j['executed']")" 0
+expect_eq "rerun: no agent started" "$(grep -c -- '--overlap' "$T/srun.calls")" 0
+expect_eq "rerun: srun was wrapped" "$(grep -c -- '--version' "$T/srun.calls")" 1
+
 # SIGKILL of the run, inside an allocation that goes on for another 10 s: every step's
 # process (found by its marker) and every agent is gone within 5 s.
 cat >"$T/k.toml" <<X
