@@ -216,7 +216,7 @@ int run_pipeline(const RunFlags& f) {
   // One agent on each other node, started once through the allocation's launcher, when
   // steps are about to run (spec 08); the pool places on what each node says it has.
   RunAgents agents;
-  place.for_steps = [&](pipeline::SessionPlace& p) -> Result<void> {
+  if (!f.dry_run) place.for_steps = [&](pipeline::SessionPlace& p) -> Result<void> {
     BERTH_TRY(agents, start_run_agents(*ctx, f.agents, f.worker.has_value(), f.dry_run,
                                        f.machine, say));
     p.nodes = ctx->pool_nodes(agents.offers);
