@@ -470,12 +470,7 @@ Result<std::optional<std::vector<Pool::Taken>>> Pool::choose_locked(
     std::string in_where = reservation.empty() ? "" : " in " + where;
     std::string why = why_never(all, whole, where, in_where);
     if (r.gpu_share > 0) why = fmt::format("a share of one GPU: {}", why);
-    std::vector<std::string> gone;
-    for (size_t n = 0; n < nodes_.size(); ++n) {
-      if (withdrawn_[n]) gone.push_back(nodes_[n].name);
-    }
-    if (!gone.empty()) why += fmt::format(" (left out of the pool: {})", str::join(gone, ", "));
-    return fail(Errc::kRefused, why);
+    return fail(Errc::kRefused, why + withdrawn_text_locked());
   }
 
   std::vector<Taken> taken;
@@ -594,19 +589,6 @@ void Pool::release(uint64_t grant_id) {
   held_.erase(it);
   ++releases_;
   released_.notify_all();
-}
-
-bool Pool::withdraw(const std::string& node) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t n = 0; n < nodes_.size(); ++n) {
-    if (nodes_[n].name != node || withdrawn_[n]) continue;
-    withdrawn_[n] = 1;
-    // Waiting callers look again: what waited for this node may now never fit.
-    ++releases_;
-    released_.notify_all();
-    return true;
-  }
-  return false;
 }
 
 uint64_t Pool::releases() const {

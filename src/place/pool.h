@@ -167,6 +167,9 @@ class Pool {
   // Takes the cores of `t` (whose GPUs are chosen) from `free`: pool.cc.
   static void take_cores(const PoolNode& node, const std::vector<size_t>& free, size_t n,
                          Taken& t);
+  // " (left out of the pool: a, b)" for the withdrawn nodes, "" when none; mu_ held
+  // (pool_withdraw.cc).
+  std::string withdrawn_text_locked() const;
   Placement placement_of(const std::vector<Share>& shares, const std::vector<Taken>& taken,
                          const Request& r) const;
 
